@@ -1,0 +1,43 @@
+# The two commands (see README.md):
+#   make run   installs what is missing, builds, and runs the main job on its embedded default
+#   make test  installs what is missing, builds, and runs every C++ and Python test
+SHELL := /bin/bash
+PRESET ?= $(if $(CI),ci,default)
+VENV ?= $(or $(MARATHON_VENV),$(HOME)/.cache/marathon/venv)
+PY := $(VENV)/bin/python
+RUN_DIR ?= runs/cpu-matmul-$(shell date +%Y%m%d-%H%M%S)
+export MARATHON_PYTHON := $(PY)
+
+.PHONY: deps build run test test-cpp test-python format lint bench clean
+
+deps:
+	@bash scripts/install-deps
+
+build: deps
+	cmake --preset $(PRESET)
+	cmake --build --preset $(PRESET) -j$$(nproc)
+
+# The main job: an optimisation run on the CPU task. With no model configured (MARATHON_MODEL unset)
+# and no GPU, the policy is the built-in search; set MARATHON_MODEL=openai:gpt-4o (and the key) for an LLM.
+run: build
+	./build/marathon run tasks/cpu-matmul --run-dir $(RUN_DIR) $(if $(MARATHON_MODEL),--policy llm --model $(MARATHON_MODEL),--policy search) --max-tool-calls $${MAX_TOOL_CALLS:-40}
+
+test: build
+	$(MAKE) --no-print-directory test-cpp test-python
+
+test-cpp:
+	ctest --preset $(PRESET) -j2
+
+test-python:
+	cd $(CURDIR) && TRITON_INTERPRET=1 $(PY) -m pytest -q tests/python
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h')
+	$(VENV)/bin/ruff format harness tasks kernels bench tests
+
+lint:
+	clang-format --dry-run --Werror $$(git ls-files '*.cc' '*.h')
+	$(VENV)/bin/ruff check harness tasks kernels bench tests
+
+clean:
+	rm -rf build

@@ -1,0 +1,113 @@
+// State: everything the runner knows about a run, rebuilt only from the log by fold().
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/event.h"
+
+namespace marathon {
+
+struct BudgetLimits {
+  int64_t max_tool_calls = 1000;
+  double max_wall_s = 24 * 3600.0;
+  int64_t max_tokens = 0;    // 0: no limit
+  double max_cost_usd = 0;   // 0: no limit
+  double max_gpu_s = 0;      // 0: no limit
+};
+
+struct BudgetUsed {
+  int64_t tool_calls = 0;
+  int64_t model_calls = 0;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double cost_usd = 0;
+  double wall_s = 0;  // active time: sum over run segments (created/resumed -> last event)
+  double gpu_s = 0;
+};
+
+struct GoalState {
+  std::string objective;
+  std::string metric;            // e.g. "speedup"
+  std::string direction = "max"; // "max" or "min"
+  std::optional<double> target;
+  std::string status = "active"; // active | paused | cleared | done
+  std::string progress;          // free text, set by goal verbs
+  int turns_without_progress = 0;
+};
+
+struct LedgerEntry {
+  int64_t seq = 0;               // the event that recorded it
+  std::string kind;              // attempt | strategy | finding | dead_end
+  std::string text;              // the strategy in the model's words, or the note
+  std::string candidate;         // candidate hash (attempts)
+  std::optional<bool> correct;
+  std::optional<double> score;
+  std::string failure;           // why it failed, if it did
+  json figures = json::object(); // key profiler figures, speed-ups
+};
+
+struct InFlightTool {
+  std::string call_id;
+  std::string name;
+  json arguments;
+  int64_t started_seq = 0;
+};
+
+struct ToolCallRecord {  // a finished tool call, in order (for prompt assembly / elision)
+  std::string call_id;
+  std::string name;
+  int64_t started_seq = 0;
+  int64_t finished_seq = 0;
+  bool ok = false;
+};
+
+struct Summary {  // the installed compaction summary
+  std::string text;
+  int64_t summarized_through = 0;  // seq: events up to here are covered by the summary
+  int64_t installed_seq = 0;
+};
+
+struct State {
+  int64_t last_seq = 0;
+  bool created = false;
+  std::string run_id;
+  json task = json::object();    // the task spec as recorded in run.created
+  json config = json::object();  // run config as recorded in run.created (+ later changes)
+  GoalState goal;
+  BudgetLimits limits;
+  BudgetUsed used;
+
+  int64_t evaluations = 0;               // eval.finished events (cached or not)
+  int64_t evaluations_executed = 0;      // of those, actually executed (not served from cache)
+  int64_t evals_since_improvement = 0;
+  std::optional<double> best_score;
+  std::string best_candidate;            // candidate hash
+  std::optional<double> baseline_score;  // first correct evaluation's baseline, if reported
+  std::map<std::string, json> eval_cache;  // cache key -> result (what resume consults)
+
+  std::vector<LedgerEntry> ledger;
+  std::map<std::string, std::string> workspace;  // path -> blob sha256 (current file versions)
+  std::map<std::string, std::map<std::string, std::string>> candidates;  // hash -> workspace snapshot
+  std::map<std::string, InFlightTool> in_flight;  // call_id -> started, not finished
+  std::vector<ToolCallRecord> tool_history;
+  std::optional<Summary> summary;
+  int64_t compactions = 0;
+  int64_t last_compaction_noop_seq = 0;  // seq of the last compaction that freed nothing
+  int64_t pending_compaction_request = 0;  // seq of a manual request not yet served
+
+  bool paused = false;
+  bool done = false;
+  std::string finish_reason;
+  std::vector<std::string> budget_warnings;  // which budgets have been warned about
+  int64_t turns = 0;  // model.request count
+};
+
+// JSON view of the state (used by `marathon status --json`; includes the fields that contract names:
+// events, tool_calls, model_calls, evaluations, best_score, best_candidate, done, budget).
+json to_json(const State& s);
+
+}  // namespace marathon
