@@ -1,0 +1,44 @@
+// marathon: a durable runtime for long-horizon, measurable optimisation by an agent.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+
+#include "cli/commands.h"
+
+namespace marathon::cli {
+int exit_code = 0;
+}
+
+int main(int argc, char** argv) {
+  auto logger = spdlog::stderr_color_mt("marathon");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%^%l%$ %v");
+  if (const char* level = std::getenv("MARATHON_LOG")) {
+    spdlog::set_level(spdlog::level::from_str(level));
+  }
+
+  CLI::App app{"marathon: durable, long-horizon optimisation runs driven by an agent"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "marathon 0.1.0");
+  marathon::cli::register_run(app);
+  marathon::cli::register_status(app);
+  marathon::cli::register_log(app);
+  marathon::cli::register_fork(app);
+  marathon::cli::register_replay(app);
+  marathon::cli::register_goal(app);
+  marathon::cli::register_compact(app);
+  marathon::cli::register_eval(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+  return marathon::cli::exit_code;
+}
