@@ -1,0 +1,44 @@
+// Policy: decides the next actions. An LLM, a built-in search, or a replay of a logged run.
+// Messages use the OpenAI chat format as marathon's canonical form (providers translate):
+//   {"role": "system"|"user"|"assistant"|"tool", "content": "...",
+//    "tool_calls": [{"id": "...", "type": "function",
+//                    "function": {"name": "...", "arguments": "<JSON text>"}}],   // assistant
+//    "tool_call_id": "..."}                                                         // tool
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/event.h"
+#include "core/state.h"
+
+namespace marathon {
+
+struct PolicyRequest {
+  json messages = json::array();  // the assembled prompt
+  json tools = json::array();     // OpenAI "tools" array: [{"type":"function","function":{name,description,parameters}}]
+  const State* state = nullptr;   // the folded state the prompt was built from
+};
+
+struct PolicyReply {
+  json message = json::object();  // assistant message, canonical form above
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double cost_usd = 0;
+  std::string provider;       // "openai", "anthropic", "search", "replay"
+  std::string model;
+  std::string finish_reason;  // "stop", "tool_calls", "length", ...
+  // Set when the call failed in a way the loop must handle (kind: "context_length", "auth",
+  // "not_found", "malformed", "transport", "exhausted"); message says what and where.
+  std::optional<json> error;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string name() const = 0;
+  virtual PolicyReply next(const PolicyRequest& request) = 0;
+};
+
+}  // namespace marathon

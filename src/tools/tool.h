@@ -1,0 +1,46 @@
+// Tool: one action the agent can take. Tools never append events themselves: they return the events
+// their effect implies (e.g. workspace.written), and the loop appends them together with
+// tool.finished in one transaction.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/event.h"
+#include "core/state.h"
+
+namespace marathon {
+
+struct ToolContext {
+  std::filesystem::path workspace;  // the run's workspace root; tools are confined to it
+  const State* state = nullptr;
+  std::filesystem::path run_dir;
+  std::function<std::string(const std::string& bytes)> put_blob;   // returns sha256
+  std::function<std::string(const std::string& sha)> get_blob;     // throws if missing
+};
+
+struct ToolResult {
+  bool ok = true;
+  std::string output;              // what the model sees (capped by the tool)
+  std::string full_output_sha;     // blob with the uncapped output, if it was capped
+  std::vector<NewEvent> events;    // effects to log with tool.finished
+  bool finishes_run = false;       // `finish`
+  double gpu_s = 0;
+};
+
+class Tool {
+ public:
+  virtual ~Tool() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  virtual json parameters() const = 0;  // JSON schema of the arguments object
+  // Arguments have already been validated against parameters(). Failures are ToolResult{ok=false}
+  // with a clear message, never exceptions escaping to the loop.
+  virtual ToolResult run(const json& arguments, ToolContext& ctx) = 0;
+  // Idempotent tools are re-run on resume if they were in flight at a crash.
+  virtual bool idempotent() const { return false; }
+};
+
+}  // namespace marathon
