@@ -61,6 +61,7 @@ inline constexpr const char* kBudgetWarned = "budget.warned";
 inline constexpr const char* kRunPaused = "run.paused";
 inline constexpr const char* kRunResumed = "run.resumed";
 inline constexpr const char* kRunFinished = "run.finished";
+inline constexpr const char* kRunForked = "run.forked";  // first event of a fork after the prefix
 }  // namespace ev
 
 }  // namespace marathon

@@ -59,10 +59,19 @@ class EventStore {
   std::optional<std::string> get_blob(const std::string& sha256) const;
   bool has_blob(const std::string& sha256) const;
 
+  // Copies events verbatim (seq, id, recorded_at and all) in one transaction. Their seqs must
+  // continue this log densely (fork and replay build a new log from an old one's prefix).
+  void import_events(const std::vector<Event>& events);
+
+  // A row of the meta table (format, schema_version, run_id, created_at), if present.
+  std::optional<std::string> meta(const std::string& key) const;
+
   const std::string& path() const { return path_; }
+  bool read_only() const { return read_only_; }
 
  private:
   EventStore(sqlite3* db, std::string path, bool read_only);
+  void insert_locked(Event& e);  // inside a write transaction
   sqlite3* db_;
   std::string path_;
   bool read_only_;

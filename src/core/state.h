@@ -104,6 +104,15 @@ struct State {
   std::string finish_reason;
   std::vector<std::string> budget_warnings;  // which budgets have been warned about
   int64_t turns = 0;  // model.request count
+
+  // Bookkeeping of fold itself (not shown by status): wall-time segments and goal turns.
+  bool segment_open = false;      // a run segment (created/resumed .. paused/finished) is active
+  int64_t segment_start_us = 0;   // recorded_at of the event that opened it
+  int64_t last_event_us = 0;      // recorded_at of the last event seen
+  double wall_closed_s = 0;       // wall seconds of closed segments
+  int64_t last_goal_turn = 0;     // `turn` of the last model.request
+  std::string forked_from;        // run id this run was forked from (run.forked)
+  int64_t forked_at_seq = 0;
 };
 
 // JSON view of the state (used by `marathon status --json`; includes the fields that contract names:

@@ -1,0 +1,221 @@
+// EventStore::open: creating a log atomically, and checking an existing file before writing to it.
+// A file is checked through a read-only connection (header bytes, PRAGMA quick_check, meta table)
+// and only then opened for writing, so a rejected file is never modified.
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "core/event_store.h"
+#include "core/sqlite_header.h"
+#include "core/sqlite_stmt.h"
+
+namespace marathon {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::exec;
+using detail::Stmt;
+
+constexpr const char* kFormat = "marathon-event-log";
+constexpr int kBusyTimeoutMs = 10000;
+
+[[noreturn]] void reject(const std::string& path, const std::string& why) {
+  throw StoreError("event log " + path + ": " + why);
+}
+
+uint64_t size_or_zero(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+sqlite3* open_connection(const std::string& path, int flags) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    reject(path, "cannot open: " + msg);
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  return db;
+}
+
+void configure_writer(sqlite3* db, const std::string& path) {
+  Stmt wal(db, path, "PRAGMA journal_mode=WAL");
+  if (!wal.step() || wal.text(0) != "wal") reject(path, "cannot switch to WAL journal mode");
+  exec(db, path, "PRAGMA synchronous=FULL");
+}
+
+// Raw checks of the file before SQLite reads it.
+void check_file(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) reject(path, "no such file");
+  if (S_ISDIR(st.st_mode)) reject(path, "is a directory, not an event log file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) reject(path, "cannot read the file");
+  std::string head(detail::kSqliteHeaderSize, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (auto why = detail::check_sqlite_header(head, static_cast<uint64_t>(st.st_size),
+                                             size_or_zero(path + "-wal"))) {
+    reject(path, *why);
+  }
+}
+
+// Structural and format checks through a read-only connection.
+void check_log(sqlite3* db, const std::string& path) {
+  {
+    Stmt qc(db, path, "PRAGMA quick_check(1)");
+    if (!qc.step()) reject(path, "quick_check returned nothing");
+    if (qc.text(0) != "ok") reject(path, "corrupted file: quick_check: " + std::string(qc.text(0)));
+  }
+  int tables = 0;
+  {
+    Stmt t(db, path,
+           "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
+           "('meta','events','blobs')");
+    t.step();
+    tables = static_cast<int>(t.int64(0));
+  }
+  if (tables != 3) {
+    reject(path, "a SQLite database that is not a marathon event log (no meta/events/blobs tables)");
+  }
+  std::string format, version;
+  {
+    Stmt m(db, path, "SELECT key, value FROM meta WHERE key IN ('format','schema_version')");
+    while (m.step()) {
+      (m.text(0) == "format" ? format : version) = std::string(m.text(1));
+    }
+  }
+  if (format != kFormat) {
+    reject(path, "a SQLite database that is not a marathon event log (meta.format is '" + format +
+                     "', expected '" + kFormat + "')");
+  }
+  int v = 0;
+  try {
+    v = std::stoi(version);
+  } catch (const std::exception&) {
+    reject(path, "meta.schema_version is not a number: '" + version + "'");
+  }
+  if (v > kSchemaVersion) {
+    reject(path, "written by a newer marathon (schema_version " + std::to_string(v) +
+                     "; this binary reads up to " + std::to_string(kSchemaVersion) + ")");
+  }
+  if (v < 1) reject(path, "invalid schema_version " + std::to_string(v));
+}
+
+// Opens `path` read-only and checks it. On rejection, removes the -wal/-shm files that opening
+// created (the file itself is never written) and rethrows.
+sqlite3* open_checked_read_only(const std::string& path) {
+  check_file(path);
+  bool had_wal = exists(path + "-wal"), had_shm = exists(path + "-shm");
+  sqlite3* db = nullptr;
+  try {
+    db = open_connection(path, SQLITE_OPEN_READONLY);
+    check_log(db, path);
+    return db;
+  } catch (...) {
+    sqlite3_close(db);
+    if (!had_wal) ::unlink((path + "-wal").c_str());
+    if (!had_shm) ::unlink((path + "-shm").c_str());
+    throw;
+  }
+}
+
+void fsync_dir(const fs::path& dir) {
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+// Builds the schema in a temporary file and links it into place, so `path` either does not exist
+// or holds a complete, empty log.
+void create_file(const std::string& path) {
+  if (exists(path) && size_or_zero(path) > 0) reject(path, "cannot create: the file already exists");
+  fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent)) {
+    reject(path, "cannot create: directory " + parent.string() + " does not exist");
+  }
+  std::string tmp = path + ".creating-" + std::to_string(::getpid());
+  ::unlink(tmp.c_str());
+  sqlite3* db = open_connection(tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  try {
+    auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    exec(db, tmp,
+         "PRAGMA synchronous=FULL;"
+         "BEGIN;"
+         "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+         "CREATE TABLE events(seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stream TEXT NOT "
+         "NULL, recorded_at INTEGER NOT NULL, type TEXT NOT NULL, type_version INTEGER NOT NULL, "
+         "durability TEXT NOT NULL, causation TEXT NOT NULL, payload TEXT NOT NULL, checksum "
+         "INTEGER NOT NULL);"
+         "CREATE TABLE blobs(sha256 TEXT PRIMARY KEY, bytes BLOB NOT NULL);");
+    Stmt ins(db, tmp, "INSERT INTO meta(key, value) VALUES (?, ?)");
+    for (auto [k, v] : {std::pair<std::string, std::string>{"format", kFormat},
+                        {"schema_version", std::to_string(kSchemaVersion)},
+                        {"run_id", ""},
+                        {"created_at", std::to_string(now_us)}}) {
+      ins.bind(1, k).bind(2, v);
+      ins.step();
+      ins.reset();
+    }
+    exec(db, tmp, "COMMIT");
+  } catch (...) {
+    sqlite3_close(db);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  sqlite3_close(db);
+  if (exists(path)) ::unlink(path.c_str());  // an empty file left by a previous attempt
+  int rc = ::link(tmp.c_str(), path.c_str());
+  ::unlink(tmp.c_str());
+  if (rc != 0) reject(path, "cannot create: the file appeared while it was being created");
+  fsync_dir(parent);
+}
+
+}  // namespace
+
+std::unique_ptr<EventStore> EventStore::open(const std::string& path, Mode mode) {
+  sqlite3* db = nullptr;
+  switch (mode) {
+    case Mode::kCreate:
+      create_file(path);
+      db = open_connection(path, SQLITE_OPEN_READWRITE);
+      break;
+    case Mode::kReadOnly:
+      return std::unique_ptr<EventStore>(new EventStore(open_checked_read_only(path), path, true));
+    case Mode::kOpen:
+      sqlite3_close(open_checked_read_only(path));
+      db = open_connection(path, SQLITE_OPEN_READWRITE);
+      break;
+  }
+  try {
+    configure_writer(db, path);
+  } catch (...) {
+    sqlite3_close(db);
+    throw;
+  }
+  return std::unique_ptr<EventStore>(new EventStore(db, path, false));
+}
+
+EventStore::EventStore(sqlite3* db, std::string path, bool read_only)
+    : db_(db), path_(std::move(path)), read_only_(read_only) {}
+
+EventStore::~EventStore() { sqlite3_close(db_); }
+
+}  // namespace marathon

@@ -1,0 +1,93 @@
+// to_json(State): the `marathon status --json` view.
+#include "core/state.h"
+
+namespace marathon {
+namespace {
+
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json opt(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }
+
+json limit_or_null(double v) { return v > 0 ? json(v) : json(nullptr); }
+
+}  // namespace
+
+json to_json(const State& s) {
+  json ledger = json::array();
+  for (const LedgerEntry& l : s.ledger) {
+    json j{{"seq", l.seq}, {"kind", l.kind}, {"text", l.text}};
+    if (l.kind == "attempt") {
+      j["candidate"] = l.candidate;
+      j["correct"] = opt(l.correct);
+      j["score"] = opt(l.score);
+      j["failure"] = l.failure;
+      j["figures"] = l.figures;
+    }
+    ledger.push_back(std::move(j));
+  }
+  json in_flight = json::array();
+  for (const auto& [id, f] : s.in_flight) {
+    in_flight.push_back(
+        {{"call_id", id}, {"name", f.name}, {"arguments", f.arguments}, {"started_seq", f.started_seq}});
+  }
+  json summary = nullptr;
+  if (s.summary) {
+    summary = {{"text", s.summary->text},
+               {"summarized_through", s.summary->summarized_through},
+               {"installed_seq", s.summary->installed_seq}};
+  }
+  const BudgetUsed& u = s.used;
+  const BudgetLimits& l = s.limits;
+  return json{
+      {"run_id", s.run_id},
+      {"events", s.last_seq},
+      {"tool_calls", u.tool_calls},
+      {"model_calls", u.model_calls},
+      {"turns", s.turns},
+      {"evaluations", s.evaluations},
+      {"evaluations_executed", s.evaluations_executed},
+      {"evals_since_improvement", s.evals_since_improvement},
+      {"best_score", opt(s.best_score)},
+      {"best_candidate", s.best_candidate.empty() ? json(nullptr) : json(s.best_candidate)},
+      {"baseline_score", opt(s.baseline_score)},
+      {"done", s.done},
+      {"paused", s.paused},
+      {"finish_reason", s.finish_reason},
+      {"goal",
+       {{"objective", s.goal.objective},
+        {"metric", s.goal.metric},
+        {"direction", s.goal.direction},
+        {"target", opt(s.goal.target)},
+        {"status", s.goal.status},
+        {"progress", s.goal.progress},
+        {"turns_without_progress", s.goal.turns_without_progress}}},
+      {"budget",
+       {{"used",
+         {{"tool_calls", u.tool_calls},
+          {"model_calls", u.model_calls},
+          {"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"tokens", u.prompt_tokens + u.completion_tokens},
+          {"cost_usd", u.cost_usd},
+          {"wall_s", u.wall_s},
+          {"gpu_s", u.gpu_s}}},
+        {"limits",
+         {{"max_tool_calls", l.max_tool_calls > 0 ? json(l.max_tool_calls) : json(nullptr)},
+          {"max_wall_s", limit_or_null(l.max_wall_s)},
+          {"max_tokens", l.max_tokens > 0 ? json(l.max_tokens) : json(nullptr)},
+          {"max_cost_usd", limit_or_null(l.max_cost_usd)},
+          {"max_gpu_s", limit_or_null(l.max_gpu_s)}}},
+        {"warnings", s.budget_warnings}}},
+      {"in_flight", in_flight},
+      {"ledger", ledger},
+      {"workspace_files", s.workspace.size()},
+      {"candidates", s.candidates.size()},
+      {"compactions", s.compactions},
+      {"summary", summary},
+      {"pending_compaction_request", s.pending_compaction_request},
+      {"forked_from", s.forked_from.empty() ? json(nullptr) : json(s.forked_from)},
+      {"task", s.task},
+      {"config", s.config},
+  };
+}
+
+}  // namespace marathon
