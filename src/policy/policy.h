@@ -30,8 +30,12 @@ struct PolicyReply {
   std::string model;
   std::string finish_reason;  // "stop", "tool_calls", "length", ...
   // Set when the call failed in a way the loop must handle (kind: "context_length", "auth",
-  // "not_found", "malformed", "transport", "exhausted"); message says what and where.
+  // "not_found", "malformed", "transport", "rate_limited_exhausted", "bad_request"); message says what and where.
   std::optional<json> error;
+  // Parts of a successful reply the loop must not act on as-is (tool call with unparsable arguments,
+  // unknown tool name): [{tool_call_id, kind, message}]. The loop logs them and answers each call
+  // with its message as a tool error.
+  json problems = json::array();
 };
 
 class Policy {

@@ -1,0 +1,26 @@
+// The Anthropic messages wire format. Canonical (OpenAI-style) messages are translated to content
+// blocks: system messages become the top-level `system`, assistant tool_calls become `tool_use`
+// blocks, and consecutive `tool` messages become one user turn of `tool_result` blocks. Replies go
+// the other way: text blocks joined into `content`, tool_use blocks into `tool_calls`.
+#pragma once
+
+#include "llm/wire_format.h"
+
+namespace marathon::llm {
+
+class AnthropicFormat : public WireFormat {
+ public:
+  std::string path() const override { return "/messages"; }
+  std::map<std::string, std::string> headers(const std::string& api_key) const override;
+  json request_body(const ChatRequest& request) const override;
+  ParsedReply parse_reply(const json& body) const override;
+};
+
+// Canonical messages -> Anthropic `messages`; system text is returned through `system`.
+json to_anthropic_messages(const json& canonical, std::string* system);
+// OpenAI tools array -> Anthropic tools ({name, description, input_schema}).
+json to_anthropic_tools(const json& openai_tools);
+// One Anthropic assistant content array -> canonical assistant message.
+json assistant_from_anthropic(const json& content);
+
+}  // namespace marathon::llm

@@ -1,0 +1,87 @@
+#include "llm/http_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <mutex>
+
+namespace marathon::llm {
+namespace {
+
+std::once_flag g_curl_init;
+
+size_t on_body(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+std::string trim(std::string s) {
+  auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
+
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+  auto* headers = static_cast<std::map<std::string, std::string>*>(user);
+  std::string line(data, size * n);
+  if (line.rfind("HTTP/", 0) == 0) headers->clear();  // a new response (after 100-continue)
+  auto colon = line.find(':');
+  if (colon != std::string::npos) {
+    std::string name = line.substr(0, colon);
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    (*headers)[trim(name)] = trim(line.substr(colon + 1));
+  }
+  return size * n;
+}
+
+}  // namespace
+
+HttpResponse http_post(const std::string& url, const std::map<std::string, std::string>& headers,
+                       const std::string& body, const HttpOptions& options) {
+  std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  HttpResponse out;
+  std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+  if (!curl) {
+    out.transport_error = "curl_easy_init failed";
+    return out;
+  }
+  curl_slist* list = nullptr;
+  for (const auto& [name, value] : headers) {
+    list = curl_slist_append(list, (name + ": " + value).c_str());
+  }
+  list = curl_slist_append(list, "Expect:");  // no 100-continue round trip for large prompts
+  std::unique_ptr<curl_slist, void (*)(curl_slist*)> list_guard(list, curl_slist_free_all);
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  CURL* h = curl.get();
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+  curl_easy_setopt(h, CURLOPT_POST, 1L);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &out.body);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &out.headers);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout_s * 1000));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options.connect_timeout_s * 1000));
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // whatever curl can decode
+  CURLcode rc = curl_easy_perform(h);
+  if (rc != CURLE_OK) {
+    out.status = 0;
+    out.transport_error = errbuf[0] ? std::string(errbuf) : curl_easy_strerror(rc);
+    return out;
+  }
+  long status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  out.status = static_cast<int>(status);
+  return out;
+}
+
+}  // namespace marathon::llm

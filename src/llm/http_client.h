@@ -1,0 +1,25 @@
+// HttpClient: one blocking HTTPS POST through libcurl. Reports transport failures as values.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace marathon::llm {
+
+struct HttpResponse {
+  int status = 0;                              // 0: no response (see transport_error)
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string transport_error;  // curl's description when status == 0
+};
+
+struct HttpOptions {
+  double timeout_s = 600;
+  double connect_timeout_s = 20;
+};
+
+// Posts `body` to `url` with `headers` ("Name: value" pairs). Thread-safe; one curl handle per call.
+HttpResponse http_post(const std::string& url, const std::map<std::string, std::string>& headers,
+                       const std::string& body, const HttpOptions& options);
+
+}  // namespace marathon::llm

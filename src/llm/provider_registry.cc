@@ -1,0 +1,81 @@
+#include "llm/provider_registry.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "llm/anthropic_format.h"
+#include "llm/http_provider.h"
+#include "llm/openai_format.h"
+
+namespace marathon::llm {
+
+const std::vector<ProviderInfo>& known_providers() {
+  static const std::vector<ProviderInfo> kProviders = {
+      {"anthropic", "anthropic", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"},
+      {"llamacpp", "openai", "http://127.0.0.1:8080/v1", ""},
+      {"ollama", "openai", "http://127.0.0.1:11434/v1", ""},
+      {"openai", "openai", "https://api.openai.com/v1", "OPENAI_API_KEY"},
+      {"openrouter", "openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"},
+      {"sglang", "openai", "http://127.0.0.1:30000/v1", ""},
+      {"vllm", "openai", "http://127.0.0.1:8000/v1", ""},
+  };
+  return kProviders;
+}
+
+std::string provider_names() {
+  std::string out;
+  for (const auto& p : known_providers()) out += (out.empty() ? "" : ", ") + p.name;
+  return out;
+}
+
+const ProviderInfo* find_provider(const std::string& name) {
+  for (const auto& p : known_providers()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+ModelSpec parse_model_spec(const std::string& spec) {
+  auto colon = spec.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
+    throw std::invalid_argument("--model '" + spec +
+                                "': expected PROVIDER:MODEL, e.g. openai:gpt-4o; providers: " +
+                                provider_names());
+  }
+  ModelSpec m{spec.substr(0, colon), spec.substr(colon + 1)};
+  if (!find_provider(m.provider)) {
+    throw std::invalid_argument("--model '" + spec + "': unknown provider '" + m.provider +
+                                "'; valid providers: " + provider_names());
+  }
+  return m;
+}
+
+std::unique_ptr<Provider> make_provider(ProviderConfig config) {
+  const ProviderInfo* info = find_provider(config.provider);
+  if (!info) {
+    throw std::invalid_argument("unknown LLM provider '" + config.provider +
+                                "'; valid providers: " + provider_names());
+  }
+  if (config.model.empty()) {
+    throw std::invalid_argument("provider '" + config.provider + "': no model given");
+  }
+  if (config.base_url.empty()) config.base_url = info->default_base_url;
+  if (config.api_key_env.empty()) config.api_key_env = info->default_key_env;
+  if (!config.api_key_env.empty() && std::getenv(config.api_key_env.c_str()) == nullptr) {
+    spdlog::warn("{}: env {} is not set; requests go without a key", config.provider,
+                 config.api_key_env);
+  }
+  std::unique_ptr<WireFormat> format;
+  if (info->wire == "anthropic") {
+    format = std::make_unique<AnthropicFormat>();
+  } else {
+    format = std::make_unique<OpenAiFormat>(/*max_completion_tokens=*/info->name == "openai" &&
+                                            config.base_url == info->default_base_url);
+  }
+  std::string name = info->name;
+  return std::make_unique<HttpProvider>(name, std::move(config), std::move(format));
+}
+
+}  // namespace marathon::llm

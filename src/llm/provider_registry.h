@@ -1,0 +1,37 @@
+// Providers by name. Every OpenAI-compatible server is the "openai" wire format with its own default
+// base URL and key variable; "anthropic" is the messages API.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llm/provider.h"
+
+namespace marathon::llm {
+
+struct ProviderInfo {
+  std::string name;
+  std::string wire;  // "openai" | "anthropic"
+  std::string default_base_url;
+  std::string default_key_env;  // empty: no key expected (local servers)
+};
+
+const std::vector<ProviderInfo>& known_providers();
+std::string provider_names();  // "anthropic, llamacpp, ..." for error messages
+const ProviderInfo* find_provider(const std::string& name);
+
+struct ModelSpec {
+  std::string provider;
+  std::string model;
+};
+
+// "PROVIDER:MODEL", split at the first ':' (so "ollama:llama3:8b" is ollama's "llama3:8b").
+// Throws std::invalid_argument saying what is wrong and listing the providers.
+ModelSpec parse_model_spec(const std::string& spec);
+
+// Fills base_url / api_key_env defaults from the registry and builds the provider. Throws
+// std::invalid_argument for an unknown provider (listing the valid names) or an empty model.
+std::unique_ptr<Provider> make_provider(ProviderConfig config);
+
+}  // namespace marathon::llm
