@@ -1,0 +1,407 @@
+"""The evaluation child: loads the candidate and runs every check in one process of its own.
+
+Started by harness.runner with a JSON request on stdin. Writes its result (a JSON object, rewritten
+after every step so that a crash or hang still leaves the last completed step) to the path the
+request names; the parent turns that into the evaluator's output. Candidate, baseline and
+reference all run here, so their timings compare on the same GPU state.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+CUDA_FAULT_MARKERS = (
+    "CUDA error",
+    "illegal memory access",
+    "device-side assert",
+    "unspecified launch failure",
+    "misaligned address",
+    "CUDA_ERROR",
+    "illegal instruction",
+    "AcceleratorError",
+)
+
+
+def is_cuda_fault(e: BaseException) -> bool:
+    text = f"{type(e).__name__}: {e}"
+    return any(m in text for m in CUDA_FAULT_MARKERS)
+
+
+class Stop(Exception):
+    """Ends the evaluation early with a status (the result is already filled in)."""
+
+
+class Child:
+    def __init__(self, req: dict):
+        self.req = req
+        self.result_path = Path(req["result_path"])
+        self.res = {
+            "nonce": req["nonce"],
+            "status": "running",
+            "phase": "start",
+            "correct": None,
+            "details": [],
+            "violations": [],
+            "log": [],
+            "seed": req["seed"],
+            "timing": None,
+        }
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def write(self):
+        tmp = self.result_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(_clean(self.res), default=str))
+        os.replace(tmp, self.result_path)
+
+    def phase(self, name):
+        self.res["phase"] = name
+        self.write()
+
+    def log(self, line):
+        self.res["log"].append(line)
+
+    def violate(self, rule, reason):
+        v = {"rule": rule, "reason": reason}
+        if v not in self.res["violations"]:
+            self.res["violations"].append(v)
+
+    def stop(self, status, line):
+        self.res["status"] = status
+        self.log(line)
+        self.write()
+        raise Stop(status)
+
+    # -- checks after each candidate call ----------------------------------------------------
+    def after_call(self):
+        for what in self.integrity.changed():
+            self.violate("timer_tampering", f"{what} by the candidate (the harness's timers and checks are off limits)")
+        for what in self.guard.blocked:
+            self.violate("banned_import", what)
+        if not self.torch.are_deterministic_algorithms_enabled() and self.poisoning:
+            self.violate("harness_state", "the candidate turned off deterministic mode (output poisoning)")
+            self.torch.use_deterministic_algorithms(True, warn_only=True)
+
+    def call_candidate(self, inp, shape_name):
+        try:
+            outs = self.ref.call(self.fn, inp)
+            if self.gpu:
+                self.torch.cuda.synchronize()
+        except Stop:
+            raise
+        except BaseException as e:  # noqa: BLE001 - any failure of the candidate is a result
+            tb = traceback.format_exc(limit=6)
+            self.after_call()
+            if is_cuda_fault(e):
+                self.stop("cuda_fault", f"{shape_name}: CUDA fault: {str(e).strip()[:400]}")
+            self.stop("candidate_error", f"{shape_name}: the candidate raised {type(e).__name__}: {str(e)[:300]}\n{tb[-1500:]}")
+        self.after_call()
+        return outs
+
+    # -- the run -------------------------------------------------------------------------------
+    def run(self):
+        req = self.req
+        import torch
+
+        self.torch = torch
+        self.gpu = torch.cuda.is_available() and not req.get("force_cpu", False)
+        if not self.gpu:
+            os.environ["TRITON_INTERPRET"] = "1"
+        self.device = "cuda" if self.gpu else "cpu"
+        self.res["device"] = torch.cuda.get_device_name() if self.gpu else "cpu (Triton interpreter)"
+        import triton  # noqa: F401 - bound before the snapshot below
+
+        from . import interp_fix, kernel_rules, static_check  # noqa: F401
+        from .correctness import aliasing, check_outputs, modified_inputs, snapshot
+        from .import_guard import ImportGuard
+        from .integrity import Integrity
+        from .launches import LaunchRecorder
+        from .taskspec import load_reference
+
+        if not self.gpu:
+            interp_fix.apply()
+        self.recorder = LaunchRecorder()
+        self.recorder.install()
+        cand_dir = Path(req["candidate_dir"]).resolve()
+        self.cand_dir = str(cand_dir)
+        self.guard = ImportGuard(tuple(req["banned"]), cand_dir)
+        self.guard.install()
+        self.ref = ref = load_reference(Path(req["task_dir"]))
+        self.poisoning = True
+        torch.use_deterministic_algorithms(True, warn_only=True)  # torch.empty now fills with NaN
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        self.integrity = Integrity()
+
+        # 1. import the candidate
+        self.phase("import")
+        kernel_py = cand_dir / "kernel.py"
+        if not kernel_py.is_file():
+            self.stop("candidate_error", f"no kernel.py in the candidate folder ({ref.ENTRY} must be defined there)")
+        sys.path.insert(0, str(cand_dir))
+        try:
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("kernel", kernel_py)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules["kernel"] = mod
+            spec.loader.exec_module(mod)
+        except BaseException as e:  # noqa: BLE001
+            self.after_call()
+            tb = traceback.format_exc(limit=8)
+            self.stop("import_error", f"importing kernel.py failed: {type(e).__name__}: {str(e)[:300]}\n{tb[-1500:]}")
+        self.after_call()
+        self.fn = getattr(mod, ref.ENTRY, None)
+        if not callable(self.fn):
+            self.stop("candidate_error", f"kernel.py does not define {ref.ENTRY}()")
+
+        # 2. correctness on every shape, fresh seeded inputs, poisoned outputs
+        self.phase("correctness")
+        shapes = ref.shapes(self.gpu)
+        if req.get("quick"):
+            shapes = shapes[:1]
+        seed = int(req["seed"])
+        all_ok = True
+        for idx, shape in enumerate(shapes):
+            name = shape["name"]
+            inp = ref.make_inputs(shape, seed + idx, self.device)
+            snap = snapshot(inp)
+            expected = ref.expected_outputs(inp)
+            profiled = idx == 0 and not self.gpu
+            self.recorder.start()
+            if profiled:
+                outs, kernels, ops = self.profiled(lambda: self.call_candidate(inp, name))
+            else:
+                outs = self.call_candidate(inp, name)
+            launches = self.recorder.stop()
+            for v in aliasing(outs, inp):
+                self.violate(v.rule, f"{name}: {v.reason}")
+            changed = modified_inputs(inp, snap)
+            if changed:
+                self.violate("input_modified", f"{name}: the candidate wrote into its inputs {changed}")
+            del snap
+            refs = ref.reference(inp)
+            ok, errs, problems = check_outputs(outs, refs, expected, ref.OUTPUT_NAMES, ref.TOLERANCE)
+            detail = {"shape": name, "ok": ok, "rel_err": errs, "seed": seed + idx}
+            if problems:
+                detail["problems"] = problems
+                self.log(f"{name}: " + "; ".join(problems))
+            if not launches and not self.gpu:
+                self.violate("no_own_kernel", f"{name}: no Triton kernel of the candidate's was launched")
+            elif profiled:
+                for v in kernel_rules.check(kernels, ops, launches, self.cand_dir, main_stream=None):
+                    self.violate(v.rule, f"{name}: {v.reason}")
+            else:
+                for v in kernel_rules.check([], [], launches, self.cand_dir, main_stream=None):
+                    if v.rule == "foreign_kernel":
+                        self.violate(v.rule, f"{name}: {v.reason}")
+            del refs
+            if idx == 0:
+                ok = self.freshness(shape, inp, outs, expected, seed, detail) and ok
+                detail["ok"] = ok
+            all_ok = all_ok and ok
+            self.res["details"].append(detail)
+            del inp, outs
+            self.write()
+        self.res["correct"] = all_ok
+
+        # 3. timing, kernel rules and the floor (GPU only)
+        if not self.gpu:
+            self.res["timing"] = "skipped: timing needs a GPU (correctness ran through Triton's interpreter on small shapes)"
+            self.res["status"] = "ok"
+            self.phase("done")
+            return
+        if req.get("no_timing"):
+            self.res["timing"] = "skipped (--no-timing)"
+            self.res["status"] = "ok"
+            self.phase("done")
+            return
+        self.timing(shapes, seed)
+        self.res["status"] = "ok"
+        self.phase("done")
+
+    def freshness(self, shape, inp_a, outs_a, expected, seed, detail) -> bool:
+        """A second call on new inputs must give new, correct outputs in new memory."""
+        torch = self.torch
+        from .correctness import check_outputs
+
+        ref = self.ref
+        keep = [o.detach().clone() if isinstance(o, torch.Tensor) else None for o in outs_a]
+        inp_b = ref.make_inputs(shape, seed + 7919, self.device)
+        outs_b = self.call_candidate(inp_b, shape["name"] + " (second call)")
+        refs_b = ref.reference(inp_b)
+        ok, errs, problems = check_outputs(outs_b, refs_b, ref.expected_outputs(inp_b), ref.OUTPUT_NAMES, ref.TOLERANCE)
+        detail["rel_err_second_call"] = errs
+        if problems:
+            self.log(f"{shape['name']} (second call, new inputs): " + "; ".join(problems))
+        for i, (a, b, k) in enumerate(zip(outs_a, outs_b, keep)):
+            if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+                continue
+            if a.numel() and b.numel() and a.data_ptr() == b.data_ptr():
+                self.violate("output_reused", "the second call returned the same output buffer as the first (cached result)")
+            same_nan = torch.isnan(a) & torch.isnan(k) if a.is_floating_point() else None
+            differs = (a != k) if same_nan is None else ((a != k) & ~same_nan)
+            if bool(differs.any()):
+                self.violate("output_reused", "an output returned by the first call was changed by the second call")
+            if a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b):
+                self.violate("cached_output", "new inputs gave exactly the same outputs as the previous call")
+        return ok
+
+    def profiled(self, f):
+        """Run f under torch.profiler (GPU) or an operator recorder (CPU): (result, kernels, ops)."""
+        torch = self.torch
+        from .kernel_rules import parse_chrome_trace
+        from .launches import record_ops
+
+        if not self.gpu:  # kineto on a machine without CUDA is slow to start and records no kernels
+            out, ops = record_ops(f)
+            return out, [], ops
+
+        acts = [torch.profiler.ProfilerActivity.CPU]
+        if self.gpu:
+            acts.append(torch.profiler.ProfilerActivity.CUDA)
+        marker = torch.zeros(1, device=self.device)
+        with torch.profiler.profile(activities=acts) as prof:
+            marker.add_(1)
+            out = f()
+            if self.gpu:
+                torch.cuda.synchronize()
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "trace.json")
+            prof.export_chrome_trace(p)
+            with open(p) as fh:
+                trace = json.load(fh)
+        kernels, ops = parse_chrome_trace(trace)
+        return out, kernels, ops
+
+    def timing(self, shapes, seed):
+        torch = self.torch
+        from . import ceilings, kernel_rules, timing
+
+        self.phase("timing")
+        self.poisoning = False
+        torch.use_deterministic_algorithms(False)
+        ceil = ceilings.get()
+        self.res["ceilings"] = {k: ceil[k] for k in ("copy_TBps", "bf16_TFLOPs", "cached")}
+        ref = self.ref
+        try:
+            baselines = ref.baselines(self.guard.trusted_import)
+        except Exception as e:  # noqa: BLE001 - a missing baseline library is reported
+            baselines = {}
+            self.log(f"baseline unavailable: {type(e).__name__}: {str(e)[:200]}")
+        score_against = tuple(getattr(ref, "SCORE_AGAINST", tuple(baselines)[:1]))
+        flusher = timing.Flusher(self.device)
+        speedups = []
+        for idx, shape in enumerate(shapes):
+            if not shape.get("timed"):
+                continue
+            name = shape["name"]
+            detail = next(d for d in self.res["details"] if d["shape"] == name)
+            big = ref.floor(shape)["bytes"] > (1 << 30)
+            sets = [ref.make_inputs(shape, seed + 100 * (idx + 1) + r, self.device) for r in range(2 if big else 3)]
+            # The rules: which kernels ran, on which stream.
+            self.recorder.start()
+            _, kernels, ops = self.profiled(lambda: self.call_candidate(sets[0], name))
+            launches = self.recorder.stop()
+            base_kernels = set()
+            for bname in score_against:
+                if bname in baselines and ref.baseline_valid(bname, sets[0]):
+                    try:
+                        _, bk, _ = self.profiled(lambda bname=bname: ref.call(baselines[bname], sets[0]))
+                        base_kernels |= {k.name for k in bk}
+                    except Exception:  # noqa: BLE001
+                        pass
+            marker_stream = kernels[0].stream if kernels else None
+            for v in kernel_rules.check(
+                kernels[1:], ops, launches, self.cand_dir, main_stream=marker_stream, baseline_kernels=base_kernels
+            ):
+                self.violate(v.rule, f"{name}: {v.reason}")
+            detail["kernels"] = sorted({k.name[:80] for k in kernels[1:]})[:12]
+            # The timings: candidate, baselines, reference, in this process, same inputs.
+            try:
+                cand = timing.measure(lambda a: ref.call(self.fn, a), sets, flusher)
+                self.after_call()
+            except Stop:
+                raise
+            except BaseException as e:  # noqa: BLE001
+                if is_cuda_fault(e):
+                    self.stop("cuda_fault", f"{name}: CUDA fault while timing: {str(e)[:300]}")
+                self.stop("candidate_error", f"{name}: timing the candidate failed: {type(e).__name__}: {str(e)[:300]}")
+            detail["ms"] = cand["ms"]
+            detail["timing_mode"] = cand["mode"]
+            if cand["note"]:
+                self.log(f"{name}: {cand['note']}")
+            detail["baselines_ms"] = {}
+            for bname, bfn in baselines.items():
+                if not ref.baseline_valid(bname, sets[0]):
+                    continue
+                try:
+                    b = timing.measure(lambda a, bfn=bfn: ref.call(bfn, a), sets, flusher)
+                    detail["baselines_ms"][bname] = b["ms"]
+                except Exception as e:  # noqa: BLE001
+                    self.log(f"{name}: baseline {bname} failed: {type(e).__name__}: {str(e)[:160]}")
+            if getattr(ref, "TIME_REFERENCE", False):
+                r = timing.measure(lambda a: ref.reference(a), sets, flusher)
+                detail["reference_ms"] = r["ms"]
+            fl = ceilings.floor_ms(ref.floor(shape), ceil)
+            detail["floor_ms"] = fl
+            detail["floor_fraction"] = fl / cand["ms"] if cand["ms"] > 0 else None
+            for v in kernel_rules.check_floor(cand["ms"], fl):
+                self.violate(v.rule, f"{name}: {v.reason}")
+            against = [detail["baselines_ms"][b] for b in score_against if b in detail["baselines_ms"]]
+            if against and cand["ms"] > 0:
+                detail["baseline_ms"] = min(against)
+                detail["speedup"] = min(against) / cand["ms"]
+                speedups.append(detail["speedup"])
+                if shape.get("headline"):
+                    self.res["headline"] = name
+            del sets
+            torch.cuda.empty_cache()
+            self.write()
+        if speedups and len(speedups) == sum(1 for s in shapes if s.get("timed")):
+            self.res["speedup_geomean"] = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+        self.res["timing"] = "CUDA events over CUDA-graph replay, L2 flushed, inputs rotated, median"
+
+
+def _clean(x):
+    """JSON-safe copy: non-finite floats become null (strict JSON has no NaN/Infinity)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def main():
+    req = json.loads(sys.stdin.read())
+    child = Child(req)
+    try:
+        child.run()
+    except Stop:
+        pass
+    except BaseException as e:  # noqa: BLE001
+        if is_cuda_fault(e):
+            child.res["status"] = "cuda_fault"
+        elif child.res["status"] == "running":
+            child.res["status"] = "harness_error"
+        child.log(f"{type(e).__name__}: {str(e)[:400]}\n{traceback.format_exc(limit=8)[-2000:]}")
+        child.write()
+        sys.stdout.flush()
+        os._exit(0)
+    child.write()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: a candidate's atexit hooks or a broken CUDA context must not
+    # change a result that is already written.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""KDA (Kimi Delta Attention) forward: shapes, inputs, the float32 reference and the FLA baseline.
+
+Read by the kernel harness (harness/taskspec.py); never copied into a workspace.
+
+Recurrence per (batch, head), state S in R^{K x V}, float32:
+    S_t = S_{t-1} * exp(g_t)[:, None]
+    u_t = v_t - k_t^T S_t
+    S_t = S_t + beta_t * k_t u_t^T
+    o_t = (scale * q_t)^T S_t
+"""
+
+import torch
+import torch.nn.functional as F
+
+ENTRY = "kda_fwd"
+OUTPUT_NAMES = ("o", "final_state")
+TOLERANCE = {"o": 5e-3, "final_state": 5e-3}
+TIME_REFERENCE = False  # a Python loop over time steps: correctness only
+
+
+def _shape(name, B, T, H, D, timed=False, headline=False, init=False, final=False, decay="normal"):
+    return dict(name=name, B=B, T=T, H=H, K=D, V=D, timed=timed, headline=headline, init=init, final=final, decay=decay)
+
+
+def shapes(gpu: bool) -> list[dict]:
+    if not gpu:  # Triton's interpreter on a CPU: small, and T not a multiple of 64
+        return [
+            _shape("B1 T37 H1 D32", 1, 37, 1, 32, final=True),
+            _shape("B2 T20 H1 D32 +state", 2, 20, 1, 32, init=True, final=True, decay="strong"),
+            _shape("B1 T70 H1 D32", 1, 70, 1, 32),
+        ]
+    return [
+        _shape("B2 T100 H4 D128 +state", 2, 100, 4, 128, init=True, final=True, decay="strong"),
+        _shape("B1 T1000 H2 D128", 1, 1000, 2, 128, final=True),
+        _shape("B1 T8192 H32 D128", 1, 8192, 32, 128, timed=True, headline=True),
+        _shape("B4 T4096 H32 D128", 4, 4096, 32, 128, timed=True),
+        _shape("B8 T2048 H16 D128", 8, 2048, 16, 128, timed=True),
+        _shape("B1 T32768 H32 D128", 1, 32768, 32, 128, timed=True),
+        _shape("B1 T8192 H64 D128", 1, 8192, 64, 128, timed=True),
+    ]
+
+
+def make_inputs(shape: dict, seed: int, device) -> dict:
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    B, T, H, K, V = (shape[x] for x in ("B", "T", "H", "K", "V"))
+
+    def randn(*s, dtype=torch.float32):
+        return torch.randn(*s, generator=gen, device=device, dtype=torch.float32).to(dtype)
+
+    q = randn(B, T, H, K, dtype=torch.bfloat16)
+    k = F.normalize(randn(B, T, H, K), dim=-1).to(torch.bfloat16)
+    v = randn(B, T, H, V, dtype=torch.bfloat16)
+    gscale = 1.0 if shape["decay"] == "strong" else 0.1
+    g = -F.softplus(randn(B, T, H, K)) * gscale
+    beta = torch.rand(B, T, H, generator=gen, device=device, dtype=torch.float32).sigmoid().to(torch.bfloat16)
+    init = randn(B, H, K, V) * 0.1 if shape["init"] else None
+    return dict(q=q, k=k, v=v, g=g, beta=beta, scale=K**-0.5, initial_state=init, output_final_state=shape["final"])
+
+
+def call(fn, inp: dict):
+    """Call a candidate (or baseline) with the FLA-style signature; returns (o, final_state)."""
+    res = fn(
+        inp["q"],
+        inp["k"],
+        inp["v"],
+        inp["g"],
+        inp["beta"],
+        inp["scale"],
+        initial_state=inp["initial_state"],
+        output_final_state=inp["output_final_state"],
+    )
+    if not isinstance(res, (tuple, list)) or len(res) != 2:
+        raise TypeError(f"kda_fwd must return (o, final_state or None), got {type(res).__name__}")
+    o, s = res
+    return (o, s if inp["output_final_state"] else None)
+
+
+def expected_outputs(inp: dict) -> list:
+    """(shape, dtype) of each output, None where the output is not requested."""
+    q, v = inp["q"], inp["v"]
+    B, T, H, K = q.shape
+    o = (tuple(v.shape), torch.bfloat16)
+    s = ((B, H, K, v.shape[-1]), torch.float32) if inp["output_final_state"] else None
+    return [o, s]
+
+
+@torch.no_grad()
+def reference(inp: dict):
+    q, k, v, g, beta = (inp[x].float() for x in ("q", "k", "v", "g", "beta"))
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    q = q * inp["scale"]
+    decay = g.exp()
+    S = inp["initial_state"].float().clone() if inp["initial_state"] is not None else q.new_zeros(B, H, K, V)
+    o = torch.empty(B, T, H, V, dtype=torch.float32, device=q.device)
+    for t in range(T):
+        S.mul_(decay[:, t, :, :, None])
+        u = v[:, t] - torch.einsum("bhk,bhkv->bhv", k[:, t], S)
+        S.add_((beta[:, t, :, None] * k[:, t])[..., None] * u[..., None, :])
+        o[:, t] = torch.einsum("bhk,bhkv->bhv", q[:, t], S)
+    return (o, S if inp["output_final_state"] else None)
+
+
+def baselines(trusted_import) -> dict:
+    """FLA's chunk_kda (imported by the harness only), its faster safe-gate path when g >= -5."""
+    chunk_kda = trusted_import("fla.ops.kda").chunk_kda
+
+    def fla_chunk_kda(q, k, v, g, beta, scale, initial_state=None, output_final_state=False):
+        return chunk_kda(
+            q, k, v, g, beta, scale=scale, initial_state=initial_state, output_final_state=output_final_state
+        )
+
+    def fla_chunk_kda_safe_gate(q, k, v, g, beta, scale, initial_state=None, output_final_state=False):
+        return chunk_kda(
+            q,
+            k,
+            v,
+            g,
+            beta,
+            scale=scale,
+            initial_state=initial_state,
+            output_final_state=output_final_state,
+            safe_gate=True,
+            lower_bound=-5.0,
+        )
+
+    return {"fla_safe_gate": fla_chunk_kda_safe_gate, "fla": fla_chunk_kda}
+
+
+def baseline_valid(name: str, inp: dict) -> bool:
+    """The safe-gate path is valid only when every per-step log decay is >= -5."""
+    if name == "fla_safe_gate":
+        return bool((inp["g"] >= -5.0).all())
+    return True
+
+
+def floor(shape: dict) -> dict:
+    """Bytes every implementation must move (inputs read once, output written once) and FLOPs."""
+    B, T, H, K, V = (shape[x] for x in ("B", "T", "H", "K", "V"))
+    n = B * T * H
+    nbytes = n * (K * 2 * 2 + V * 2 * 2 + K * 4 + 2)  # q, k bf16; v, o bf16; g fp32; beta bf16
+    if shape["init"]:
+        nbytes += B * H * K * V * 4
+    if shape["final"]:
+        nbytes += B * H * K * V * 4
+    return dict(bytes=nbytes, flops=0)
