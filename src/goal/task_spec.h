@@ -1,0 +1,83 @@
+// TaskSpec: a task folder's task.toml, parsed and validated (the format: docs/tasks.md).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/event.h"
+
+namespace marathon {
+
+// A task.toml that cannot be used. what() reads "<file>[:<line>]: <key>: <problem>".
+class TaskError : public std::runtime_error {
+ public:
+  TaskError(std::string file, std::string key, int line, const std::string& problem);
+  const std::string& file() const { return file_; }
+  const std::string& key() const { return key_; }
+  int line() const { return line_; }  // 0 when unknown
+
+ private:
+  std::string file_;
+  std::string key_;
+  int line_;
+};
+
+struct EvaluatorSpec {
+  std::vector<std::string> argv;  // list form (tokens {python}, {task_dir}, {candidate_dir})
+  std::string shell;  // string form, run by /bin/sh -c; exactly one of argv/shell is set
+  double timeout_s = 0;
+  std::string version;
+};
+
+struct GoalSpec {
+  std::string metric;
+  std::string direction = "max";  // "max" | "min"
+  std::optional<double> target;
+};
+
+struct TaskSpec {
+  std::filesystem::path dir;  // the task folder (absolute); not part of to_json()
+  std::string name;
+  std::string description;
+  bool needs_gpu = false;
+  std::string starter_dir = "starter";  // relative to dir
+  std::vector<std::string> starter;     // relative to starter_dir
+  std::vector<std::string> editable;    // globs over workspace paths
+  GoalSpec goal;
+  EvaluatorSpec evaluator;
+  json rules = json::object();
+  json limits = json::object();  // optional default budget: max_tool_calls, max_wall_s, ...
+  json prices = json::object();  // model -> {prompt, completion} USD per million tokens
+
+  std::filesystem::path starter_path() const { return dir / starter_dir; }
+};
+
+// Reads and validates <dir>/task.toml. Throws TaskError (file, key, line) for a missing folder or
+// file, a TOML syntax error, a missing or mistyped key, a bad value, or a starter file that is not
+// there.
+TaskSpec load_task(const std::filesystem::path& dir);
+
+// Parses task.toml text; `file` names it in errors, `dir` is where starter files are checked (an
+// empty dir skips the check). load_task() is this plus reading the file.
+TaskSpec parse_task(const std::string& toml_text, const std::string& file,
+                    const std::filesystem::path& dir);
+
+// The spec as JSON (recorded in run.created, and in canonical form part of the result cache key).
+json to_json(const TaskSpec& spec);
+// sorted keys, no whitespace: the canonical form
+std::string canonical_json(const TaskSpec& spec);
+
+// True when a workspace path matches one of the editable globs (fnmatch, FNM_PATHNAME).
+bool is_editable(const TaskSpec& spec, const std::string& path);
+bool glob_match(const std::string& pattern, const std::string& path);
+
+// The evaluator argv with {python}, {task_dir} and {candidate_dir} substituted; a string command
+// becomes {"/bin/sh", "-c", command}.
+std::vector<std::string> evaluator_argv(const TaskSpec& spec, const std::string& python,
+                                        const std::filesystem::path& candidate_dir);
+
+}  // namespace marathon

@@ -1,0 +1,208 @@
+#include "goal/task_spec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace marathon {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const char* kValid = R"(name = "toy"
+description = "Make it fast."
+needs_gpu = false
+
+[files]
+starter = ["kernel.cc"]
+editable = ["*.cc"]
+
+[goal]
+metric = "speedup"
+direction = "max"
+target = 4
+
+[evaluator]
+command = ["{python}", "evaluate.py", "--dir", "{candidate_dir}"]
+timeout_s = 30
+version = "2"
+
+[rules]
+banned_imports = ["fla"]
+
+[limits]
+max_tool_calls = 50
+)";
+
+class TaskDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("marathon-task-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "starter");
+    std::ofstream(dir_ / "starter" / "kernel.cc") << "int x;\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void write(const std::string& toml) { std::ofstream(dir_ / "task.toml") << toml; }
+
+  // Loads and returns the error text ("" when it loaded).
+  std::string error_of(const std::string& toml) {
+    write(toml);
+    try {
+      load_task(dir_);
+    } catch (const TaskError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  static std::string replace(std::string s, const std::string& from, const std::string& to) {
+    auto p = s.find(from);
+    EXPECT_NE(p, std::string::npos) << from;
+    if (p != std::string::npos) s.replace(p, from.size(), to);
+    return s;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TaskDir, ValidSpecLoadsEveryField) {
+  write(kValid);
+  TaskSpec s = load_task(dir_);
+  EXPECT_EQ(s.name, "toy");
+  EXPECT_EQ(s.starter, std::vector<std::string>{"kernel.cc"});
+  EXPECT_EQ(s.starter_dir, "starter");
+  EXPECT_EQ(s.goal.direction, "max");
+  ASSERT_TRUE(s.goal.target.has_value());
+  EXPECT_EQ(*s.goal.target, 4.0);
+  EXPECT_EQ(s.evaluator.timeout_s, 30.0);
+  EXPECT_EQ(s.evaluator.version, "2");
+  EXPECT_EQ(s.rules["banned_imports"][0], "fla");
+  EXPECT_EQ(s.limits["max_tool_calls"], 50.0);
+  EXPECT_TRUE(is_editable(s, "kernel.cc"));
+  EXPECT_FALSE(is_editable(s, "sub/kernel.cc"));  // '*' does not cross '/'
+  EXPECT_FALSE(is_editable(s, "kernel.h"));
+}
+
+TEST_F(TaskDir, MissingKeyNamesFileAndKey) {
+  std::string err = error_of(replace(kValid, "metric = \"speedup\"\n", ""));
+  EXPECT_THAT(err, HasSubstr("task.toml"));
+  EXPECT_THAT(err, HasSubstr("[goal].metric"));
+  EXPECT_THAT(err, HasSubstr("missing"));
+}
+
+TEST_F(TaskDir, MissingTableNamesIt) {
+  std::string err = error_of(replace(kValid, "[evaluator]", "[evaluatr]"));
+  EXPECT_THAT(err, HasSubstr("evaluator: missing"));
+}
+
+TEST_F(TaskDir, WrongTypeNamesKeyLineAndType) {
+  std::string err = error_of(replace(kValid, "timeout_s = 30", "timeout_s = \"thirty\""));
+  EXPECT_THAT(err,
+              HasSubstr("task.toml:16: [evaluator].timeout_s: must be a number, got a string"));
+}
+
+TEST_F(TaskDir, WrongElementTypeInStarterList) {
+  std::string err = error_of(replace(kValid, "starter = [\"kernel.cc\"]", "starter = [1]"));
+  EXPECT_THAT(err, HasSubstr("[files].starter: element 0 must be a string"));
+}
+
+TEST_F(TaskDir, BadDirectionIsRejected) {
+  std::string err = error_of(replace(kValid, "direction = \"max\"", "direction = \"up\""));
+  EXPECT_THAT(err, HasSubstr(":11: [goal].direction: must be \"max\" or \"min\", got \"up\""));
+}
+
+TEST_F(TaskDir, MissingStarterFileIsRejected) {
+  fs::remove(dir_ / "starter" / "kernel.cc");
+  std::string err = error_of(kValid);
+  EXPECT_THAT(err, HasSubstr("[files].starter: starter file \"kernel.cc\" not found"));
+}
+
+TEST_F(TaskDir, StarterPathEscapingTheTaskIsRejected) {
+  std::string err =
+      error_of(replace(kValid, "starter = [\"kernel.cc\"]", "starter = [\"../etc/passwd\"]"));
+  EXPECT_THAT(err, HasSubstr("[files].starter"));
+  EXPECT_THAT(err, HasSubstr("without \"..\""));
+}
+
+TEST_F(TaskDir, UnknownKeyIsATypo) {
+  std::string err = error_of(replace(kValid, "timeout_s = 30", "timeout_s = 30\ntimeout = 3"));
+  EXPECT_THAT(err, HasSubstr("[evaluator].timeout: unknown key"));
+}
+
+TEST_F(TaskDir, NonPositiveTimeoutIsRejected) {
+  std::string err = error_of(replace(kValid, "timeout_s = 30", "timeout_s = 0"));
+  EXPECT_THAT(err, HasSubstr("[evaluator].timeout_s: must be > 0"));
+}
+
+TEST_F(TaskDir, EmptyEditableListIsRejected) {
+  std::string err = error_of(replace(kValid, "editable = [\"*.cc\"]", "editable = []"));
+  EXPECT_THAT(err, HasSubstr("[files].editable: must not be empty"));
+}
+
+TEST_F(TaskDir, TomlSyntaxErrorHasLine) {
+  std::string err = error_of(replace(kValid, "needs_gpu = false", "needs_gpu = = false"));
+  EXPECT_THAT(err, HasSubstr("task.toml:3: TOML syntax error"));
+}
+
+TEST_F(TaskDir, MissingTaskTomlIsAnError) {
+  std::string err;
+  try {
+    load_task(dir_);
+  } catch (const TaskError& e) {
+    err = e.what();
+  }
+  EXPECT_THAT(err, HasSubstr("task.toml"));
+}
+
+TEST_F(TaskDir, MissingFolderIsAnError) { EXPECT_THROW(load_task(dir_ / "nope"), TaskError); }
+
+TEST_F(TaskDir, BadPricesAreRejected) {
+  std::string err =
+      error_of(std::string(kValid) + "\n[prices]\n\"a:b\" = { prompt = -1, completion = 1 }\n");
+  EXPECT_THAT(err, HasSubstr("[prices.a:b].prompt: must be >= 0"));
+}
+
+TEST_F(TaskDir, StringCommandRunsThroughShell) {
+  write(replace(kValid, "command = [\"{python}\", \"evaluate.py\", \"--dir\", \"{candidate_dir}\"]",
+                "command = \"./eval.sh\""));
+  TaskSpec s = load_task(dir_);
+  EXPECT_EQ(evaluator_argv(s, "py", "/c"),
+            (std::vector<std::string>{"/bin/sh", "-c", "./eval.sh"}));
+}
+
+TEST_F(TaskDir, ArgvTokensAreSubstituted) {
+  write(kValid);
+  TaskSpec s = load_task(dir_);
+  EXPECT_EQ(evaluator_argv(s, "/usr/bin/python3", "/tmp/cand"),
+            (std::vector<std::string>{"/usr/bin/python3", "evaluate.py", "--dir", "/tmp/cand"}));
+}
+
+TEST_F(TaskDir, CanonicalJsonIgnoresFolderButTracksContent) {
+  write(kValid);
+  TaskSpec a = load_task(dir_);
+  TaskSpec b = a;
+  b.dir = "/elsewhere";
+  EXPECT_EQ(canonical_json(a), canonical_json(b));
+  b.evaluator.timeout_s = 31;
+  EXPECT_NE(canonical_json(a), canonical_json(b));
+  EXPECT_EQ(to_json(a)["goal"]["target"], 4.0);
+  EXPECT_EQ(to_json(a)["evaluator"]["command"][0], "{python}");
+}
+
+TEST(RealTasks, CpuMatmulTaskLoads) {
+  TaskSpec s = load_task(fs::path(MARATHON_SOURCE_DIR) / "tasks" / "cpu-matmul");
+  EXPECT_EQ(s.name, "cpu-matmul");
+  EXPECT_FALSE(s.needs_gpu);
+  EXPECT_TRUE(is_editable(s, "kernel.cc"));
+}
+
+}  // namespace
+}  // namespace marathon
