@@ -1,0 +1,465 @@
+#include "context/compaction.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+
+#include "context/goal_block.h"
+#include "context/token_estimate.h"
+
+namespace marathon::context {
+namespace {
+
+constexpr const char* kSummariserSystem =
+    "You compact the working memory of a long optimisation run. Summarise the turns you are given "
+    "so the run can continue without them: what was tried and how it went (numbers), what the "
+    "files contain now, what failed and why, open leads and the next planned step. Keep tool "
+    "names, file names, candidate hashes and seq numbers exactly. The goal and the ledger of "
+    "attempts are kept separately: do not restate them. Merge the previous summary into yours. "
+    "Write plain text, at most {} words.";
+
+std::string cut(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  size_t k = n;
+  while (k > 0 && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80) --k;
+  return s.substr(0, k) + "...";
+}
+
+std::string first_line(const std::string& s, size_t n) {
+  return cut(s.substr(0, s.find('\n')), n);
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// The turns (after, through] as plain text lines, newest kept when over max_tokens.
+std::string turns_text(const std::vector<Event>& events, int64_t after, int64_t through,
+                       int64_t elided_through, int64_t max_tokens, const ContextConfig& config) {
+  std::vector<std::string> lines;
+  for (const Unit& u : build_units(events, after)) {
+    if (u.last_seq > through) break;
+    for (const TranscriptMessage& m : u.messages) {
+      const json& msg = m.message;
+      const std::string role = msg.value("role", "");
+      const std::string content = msg.value("content", "");
+      if (role == "tool") {
+        bool elided = m.seq <= elided_through &&
+                      static_cast<int64_t>(content.size()) > config.elide_min_bytes;
+        lines.push_back(fmt::format("tool result [{}]: {}", m.seq,
+                                    elided ? elision_pointer(m.seq) : cut(content, 400)));
+        continue;
+      }
+      std::string line = fmt::format("{} [{}]: {}", role, m.seq, cut(content, 600));
+      if (msg.contains("tool_calls")) {
+        for (const json& c : msg.at("tool_calls")) {
+          const json& fn = c.at("function");
+          line += fmt::format("\n  -> {}({})", fn.value("name", ""),
+                              cut(fn.value("arguments", ""), 300));
+        }
+      }
+      lines.push_back(std::move(line));
+    }
+  }
+  int64_t budget = max_tokens;
+  size_t first = lines.size();
+  while (first > 0) {
+    int64_t t = estimate_text_tokens(lines[first - 1]) + 1;
+    if (t > budget) break;
+    budget -= t;
+    --first;
+  }
+  std::string out;
+  if (first > 0) out += fmt::format("({} earlier messages left out)\n", first);
+  for (size_t i = first; i < lines.size(); ++i) out += lines[i] + "\n";
+  return out;
+}
+
+// Tokens of the prompt that a compaction would leave, without the hard cap (what it frees).
+int64_t natural_tokens(const Layout& l, const ContextView& v, const ContextConfig& config) {
+  return assemble(l, v, config, /*enforce_hard_cap=*/false).tokens_estimate;
+}
+
+struct OutputRef {
+  int64_t seq;
+  int64_t tokens;
+};
+
+}  // namespace
+
+bool is_context_length_error(const PolicyReply& reply) {
+  if (!reply.error || !reply.error->is_object()) return false;
+  const json& e = *reply.error;
+  if (e.value("kind", "") == "context_length") return true;
+  std::string m = e.value("message", "");
+  std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* needle : {"context length", "context_length", "maximum context",
+                             "prompt is too long", "too many tokens", "context window"}) {
+    if (m.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string validate_summary(const std::string& text, const ContextConfig& config) {
+  std::string t = trim(text);
+  if (t.empty()) return "empty summary";
+  if (t.size() < 16) return fmt::format("summary too short ({} bytes)", t.size());
+  int64_t tokens = estimate_text_tokens(t);
+  int64_t limit = config.frac(config.max_summary);
+  if (tokens > limit) return fmt::format("summary too long ({} tokens, limit {})", tokens, limit);
+  return "";
+}
+
+PolicyRequest summary_request(const State& state, const std::vector<Event>& events,
+                              const ContextConfig& config, const std::string& previous_summary,
+                              int64_t after_seq, int64_t through_seq, int64_t elided_through) {
+  const int64_t words = std::max<int64_t>(60, config.frac(config.max_summary) * 6 / 10);
+  std::string user = "Previous summary:\n" +
+                     (previous_summary.empty() ? std::string("(none)") : previous_summary) +
+                     fmt::format("\n\nTurns to summarise (events {} to {}):\n", after_seq + 1,
+                                 through_seq);
+  const int64_t input_cap = std::max<int64_t>(
+      512, config.frac(0.5) - estimate_text_tokens(user) - 600);
+  user += turns_text(events, after_seq, through_seq, elided_through, input_cap, config);
+  PolicyRequest r;
+  r.messages = json::array({json{{"role", "system"}, {"content", fmt::format(kSummariserSystem,
+                                                                            words)}},
+                            json{{"role", "user"}, {"content", std::move(user)}}});
+  r.tools = json::array();
+  r.state = &state;
+  return r;
+}
+
+std::string structural_summary(const State& state, const std::vector<Event>& events,
+                               const ContextConfig& config, const std::string& previous_summary,
+                               int64_t after_seq, int64_t through_seq, const std::string& why) {
+  std::string s = "Summary built by the runtime from the log";
+  if (!why.empty()) s += " (the model's summary was not used: " + why + ")";
+  s += fmt::format(".\nCovers events {} to {}. So far: {} tool calls, {} evaluations", after_seq + 1,
+                   through_seq, state.used.tool_calls, state.evaluations);
+  if (state.best_score) {
+    s += fmt::format(", best score {} (candidate {})", fmt_number(*state.best_score),
+                     short_hash(state.best_candidate));
+  } else {
+    s += ", no correct result yet";
+  }
+  s += ".";
+
+  std::map<std::string, int> calls;
+  std::map<std::string, int> files;
+  std::vector<std::string> last;
+  for (size_t i = first_index_after(events, after_seq); i < events.size(); ++i) {
+    const Event& e = events[i];
+    if (e.seq > through_seq) break;
+    if (e.type == ev::kToolFinished) {
+      std::string name = e.payload.value("name", "?");
+      ++calls[name];
+      last.push_back(fmt::format("- [{}] {} {}: {}", e.seq, name,
+                                 e.payload.value("ok", false) ? "ok" : "failed",
+                                 first_line(e.payload.value("output", ""), 100)));
+    } else if (e.type == ev::kWorkspaceWritten) {
+      ++files[e.payload.value("path", "?")];
+    }
+  }
+  if (!calls.empty()) {
+    s += "\nTool calls in these turns:";
+    for (const auto& [name, n] : calls) s += fmt::format(" {} x{};", name, n);
+  }
+  if (!files.empty()) {
+    s += "\nFiles written in these turns:";
+    for (const auto& [path, n] : files) s += fmt::format(" {} ({}x);", path, n);
+  }
+  if (!last.empty()) {
+    s += "\nLast actions before the cut:";
+    size_t from = last.size() > 10 ? last.size() - 10 : 0;
+    for (size_t i = from; i < last.size(); ++i) s += "\n" + last[i];
+  }
+  const int64_t limit = config.frac(config.max_summary);
+  if (!previous_summary.empty()) {
+    int64_t room = limit - estimate_text_tokens(s) - 20;
+    if (room > 50) {
+      std::string prev = previous_summary;
+      while (estimate_text_tokens(prev) > room && prev.size() > 64) prev = cut(prev, prev.size() / 2);
+      s += "\nEarlier summary:\n" + prev;
+    }
+  }
+  while (estimate_text_tokens(s) > limit && s.size() > 64) s = cut(s, s.size() * 3 / 4);
+  return s;
+}
+
+CompactionPlan plan_compaction(const State& state, const std::vector<Event>& events,
+                               const ContextConfig& config, const json& tools, Force force) {
+  CompactionLog c = read_compaction_log(events);
+  CompactionPlan p;
+  p.elide_through = c.elided_through;
+  p.summarize_through = c.summarized_through;
+
+  // A compaction a crash interrupted is finished first, from what the log already holds.
+  if (c.open_proposal_seq > 0 || c.open_response_seq > 0) {
+    const json& src = c.open_proposal_seq > 0 ? c.open_proposal : c.open_response;
+    p.action = c.open_proposal_seq > 0 ? CompactionPlan::Action::kFinishProposal
+                                       : CompactionPlan::Action::kFinishResponse;
+    p.trigger = src.value("trigger", "auto");
+    p.reason = "resume";
+    p.tokens_before = src.value("tokens_before", int64_t{0});
+    p.summarize_through = src.value("summarized_through", c.summarized_through);
+    p.elide_through = std::max(c.elided_through, src.value("elided_through", int64_t{0}));
+    return p;
+  }
+
+  const bool manual = force == Force::kManual || c.pending_request_seq > 0;
+  const bool overflow = force == Force::kOverflow;
+  p.trigger = manual ? "manual" : "auto";
+  p.reason = overflow ? "context_length_error" : manual ? "manual_request" : "soft_threshold";
+
+  Layout l = make_layout(state, events, config, tools, c.summarized_through);
+  ContextView v{c.summary, c.summarized_through, c.elided_through};
+  p.tokens_before = natural_tokens(l, v, config);
+  if (!manual && !overflow) {
+    if (p.tokens_before <= config.soft_tokens()) return p;
+    if (c.noop_seq > 0 && p.tokens_before <= c.noop_tokens + config.frac(config.noop_regrow)) {
+      return p;  // the last attempt could not free anything; wait until the prompt grows
+    }
+  }
+  const double shrink = overflow ? 0.5 : 1.0;
+
+  // Stage 1: keep the newest outputs up to keep_recent_outputs (never the newest unit's).
+  std::vector<OutputRef> outputs;
+  for (size_t i = 0; i + 1 < l.units.size(); ++i) {
+    for (const TranscriptMessage& m : l.units[i].messages) {
+      if (!m.tool_output || m.seq <= c.elided_through) continue;
+      const std::string& content = m.message.at("content").get_ref<const std::string&>();
+      if (static_cast<int64_t>(content.size()) <= config.elide_min_bytes) continue;
+      outputs.push_back({m.seq, estimate_text_tokens(content)});
+    }
+  }
+  std::sort(outputs.begin(), outputs.end(),
+            [](const OutputRef& a, const OutputRef& b) { return a.seq > b.seq; });
+  const int64_t keep_outputs = config.frac(config.keep_recent_outputs * shrink);
+  int64_t acc = 0;
+  for (const OutputRef& o : outputs) {
+    acc += calibrated(o.tokens, l.ratio);
+    if (acc > keep_outputs || manual || overflow) {
+      // Manual and overflow compactions elide every output but the newest unit's.
+      p.elide_through = o.seq;
+      break;
+    }
+  }
+  const bool elision_frees = p.elide_through > c.elided_through;
+  ContextView v1{c.summary, c.summarized_through, p.elide_through};
+  const int64_t after_stage1 = elision_frees ? natural_tokens(l, v1, config) : p.tokens_before;
+  if (elision_frees && !manual && !overflow && after_stage1 <= config.soft_tokens()) {
+    p.action = CompactionPlan::Action::kElide;
+    return p;
+  }
+
+  // Stage 2: summarise every unit older than the newest keep_recent_turns of the window.
+  const int64_t keep_turns = config.frac(config.keep_recent_turns * shrink);
+  acc = 0;
+  for (size_t i = l.units.size(); i > 0; --i) {
+    const Unit& u = l.units[i - 1];
+    int64_t t = 0;
+    for (const json& m : unit_messages(u, p.elide_through, config)) t += estimate_message_tokens(m);
+    acc += calibrated(t, l.ratio);
+    if (i != l.units.size() && acc > keep_turns) {
+      p.summarize_through = u.last_seq;
+      break;
+    }
+    if (i != l.units.size() && (manual || overflow) && i + 1 < l.units.size()) {
+      // manual/overflow: summarise all but the newest two units even under the keep size
+      p.summarize_through = u.last_seq;
+      break;
+    }
+  }
+  if (p.summarize_through > c.summarized_through) {
+    p.action = CompactionPlan::Action::kSummarise;
+  } else if (elision_frees) {
+    p.action = CompactionPlan::Action::kElide;
+  } else {
+    p.action = CompactionPlan::Action::kNoop;
+  }
+  return p;
+}
+
+CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
+                                const std::vector<Event>& events, const ContextConfig& config,
+                                Policy* summariser, const ContextIO& io, const json& tools) {
+  using A = CompactionPlan::Action;
+  CompactionResult r;
+  r.tokens_before = plan.tokens_before;
+  if (plan.action == A::kNone) return r;
+  auto append = [&](NewEvent e) { r.appended.push_back(io.append(e)); };
+
+  // Everything read from state and events happens here, before the first append.
+  const CompactionLog c = read_compaction_log(events);
+  const Layout after_layout = make_layout(state, events, config, tools, plan.summarize_through);
+  auto tokens_with = [&](const std::string& summary) {
+    return natural_tokens(after_layout, ContextView{summary, plan.summarize_through,
+                                                    plan.elide_through},
+                          config);
+  };
+  json base{{"trigger", plan.trigger},
+            {"reason", plan.reason},
+            {"summarized_through", plan.summarize_through},
+            {"elided_through", plan.elide_through},
+            {"tokens_before", plan.tokens_before}};
+
+  if (plan.action == A::kNoop) {
+    json p = base;
+    p["outcome"] = "noop";
+    p["source"] = "none";
+    p["summary"] = c.summary;
+    p["tokens_after"] = plan.tokens_before;
+    append({ev::kCompactionInstalled, p});
+    r.outcome = "noop";
+    r.source = "none";
+    r.tokens_after = plan.tokens_before;
+    spdlog::info("compaction ({}): nothing more to free at {} tokens", plan.trigger,
+                 plan.tokens_before);
+    return r;
+  }
+
+  if (plan.action == A::kElide) {
+    json p = base;
+    p["outcome"] = "compacted";
+    p["source"] = "elision";
+    r.tokens_after = tokens_with(c.summary);
+    p["tokens_after"] = r.tokens_after;
+    if (plan.trigger == "manual") {  // a manual request is answered by an installed event
+      p["summary"] = c.summary;
+      append({ev::kCompactionInstalled, p});
+    } else {
+      append({kCompactionElided, p});
+    }
+    r.outcome = "compacted";
+    r.source = "elision";
+    spdlog::info("compaction ({}): outputs through seq {} elided, {} -> {} tokens", plan.trigger,
+                 plan.elide_through, plan.tokens_before, r.tokens_after);
+    return r;
+  }
+
+  // Stage 2. The summary covers (previous summary point, plan.summarize_through].
+  const int64_t after = c.summarized_through;
+  if (plan.summarize_through <= after) {  // a stale proposal: nothing left to install
+    json p = base;
+    p["outcome"] = "failed";
+    p["source"] = "none";
+    p["summary"] = c.summary;
+    p["summarized_through"] = c.summarized_through;
+    p["tokens_after"] = plan.tokens_before;
+    p["error"] = fmt::format("summary point {} is not after the installed one {}",
+                             plan.summarize_through, after);
+    append({ev::kCompactionInstalled, p});
+    r.outcome = "failed";
+    r.tokens_after = plan.tokens_before;
+    return r;
+  }
+  // The structural fallback is computed now: state and events may change after the first append.
+  const std::string fallback_plain =
+      structural_summary(state, events, config, c.summary, after, plan.summarize_through, "");
+  auto fallback = [&](const std::string& why) {
+    // The reason line is the only difference; splice it into the precomputed text.
+    std::string s = fallback_plain;
+    const std::string head = "Summary built by the runtime from the log";
+    if (s.rfind(head, 0) == 0) s.insert(head.size(), " (the model's summary was not used: " + why + ")");
+    return s;
+  };
+
+  std::string text;
+  std::string model_error;
+  if (plan.action == A::kSummarise) {
+    PolicyRequest req = summary_request(state, events, config, c.summary, after,
+                                        plan.summarize_through, plan.elide_through);
+    if (plan.elide_through > c.elided_through && plan.trigger == "auto") {
+      json p = base;
+      p["outcome"] = "compacted";
+      p["source"] = "elision";
+      p["summarized_through"] = c.summarized_through;
+      p["tokens_after"] = natural_tokens(
+          make_layout(state, events, config, tools, c.summarized_through),
+          ContextView{c.summary, c.summarized_through, plan.elide_through}, config);
+      append({kCompactionElided, p});
+    }
+    PolicyReply reply;
+    if (summariser == nullptr) {
+      reply.error = json{{"kind", "unavailable"}, {"message", "no summariser configured"}};
+    } else {
+      try {
+        reply = summariser->next(req);
+      } catch (const std::exception& e) {
+        reply.error = json{{"kind", "exception"}, {"message", e.what()}};
+      }
+    }
+    json msg = reply.message.is_object() ? reply.message : json::object();
+    text = reply.error ? "" : msg.value("content", "");
+    if (reply.error) model_error = reply.error->value("message", reply.error->dump());
+    if (summariser != nullptr) {
+      json p = base;
+      p["purpose"] = kPurposeCompaction;
+      p["message"] = json{{"content", text}};
+      p["usage"] = json{{"prompt_tokens", reply.prompt_tokens},
+                        {"completion_tokens", reply.completion_tokens}};
+      p["cost_usd"] = reply.cost_usd;
+      p["provider"] = reply.provider;
+      p["model"] = reply.model;
+      p["finish_reason"] = reply.finish_reason;
+      if (reply.error) p["error"] = *reply.error;
+      append({ev::kModelResponse, p});
+    }
+  } else if (plan.action == A::kFinishResponse) {
+    const json& resp = c.open_response;
+    if (resp.contains("error") && !resp.at("error").is_null()) {
+      model_error = resp.at("error").value("message", "summariser failed");
+    } else {
+      text = resp.value("message", json::object()).value("content", "");
+    }
+  }
+
+  if (plan.action == A::kSummarise || plan.action == A::kFinishResponse) {
+    json p = base;
+    p["source"] = "model";
+    if (!text.empty()) p["summary_sha"] = io.put_blob(text);
+    if (!model_error.empty()) p["error"] = model_error;
+    append({ev::kCompactionProposed, p});
+  } else {  // kFinishProposal
+    std::string sha = c.open_proposal.value("summary_sha", "");
+    if (!sha.empty()) {
+      std::optional<std::string> blob = io.get_blob(sha);
+      if (blob) {
+        text = *blob;
+      } else {
+        model_error = "proposed summary blob " + sha + " is missing";
+      }
+    } else {
+      model_error = c.open_proposal.value("error", "no summary was proposed");
+    }
+  }
+
+  std::string why = model_error.empty() ? validate_summary(text, config) : model_error;
+  json p = base;
+  p["outcome"] = "compacted";
+  if (why.empty()) {
+    p["source"] = "model";
+    p["summary"] = trim(text);
+  } else {
+    p["source"] = "structural";
+    p["summary"] = fallback(why);
+    p["rejected"] = why;
+    spdlog::warn("compaction: model summary not used ({}); installing a structural summary", why);
+  }
+  r.tokens_after = tokens_with(p["summary"].get<std::string>());
+  p["tokens_after"] = r.tokens_after;
+  r.source = p["source"].get<std::string>();
+  append({ev::kCompactionInstalled, p});
+  r.outcome = "compacted";
+  spdlog::info("compaction ({}): summary ({}) through seq {}, {} -> {} tokens", plan.trigger,
+               r.source, plan.summarize_through, plan.tokens_before, r.tokens_after);
+  return r;
+}
+
+}  // namespace marathon::context

@@ -1,0 +1,111 @@
+// Compaction: keeping a long run inside the model's context window, in two stages, each an event.
+//
+//   stage 1  compaction.elided     old tool outputs become `[output elided: recall(seq=N)]`
+//   stage 2  model.response{purpose: "compaction"}   the summariser's answer (counted in budgets)
+//            compaction.proposed                     its text stored as a blob, not yet trusted
+//            compaction.installed                    validated summary (or a structural one built
+//                                                    from state when the model's is empty, too long
+//                                                    or failed); outcome compacted|noop|failed
+//
+// How the loop uses it, once per step before building the request:
+//
+//   auto plan = context::plan_compaction(state, events, cfg, tools);
+//   if (plan.needed()) context::run_compaction(plan, state, events, cfg, &policy, io);
+//   auto prompt = context::build_prompt(state, events, cfg, tools);   // prompt_builder.h
+//   ... append model.request{..., tokens_estimate: prompt.tokens_raw}, call the policy ...
+//   if (context::is_context_length_error(reply)) {                    // once per step
+//     auto p2 = context::plan_compaction(state, events, cfg, tools, context::Force::kOverflow);
+//     context::run_compaction(p2, state, events, cfg, &policy, io);
+//     rebuild the prompt and retry the request once
+//   }
+//
+// `io.append` must append the event to the store AND apply it to the loop's state and event list
+// (run_compaction reads `state`/`events` only before its first append). Every event it appends is
+// also returned. The compaction.installed event is a single append, so a kill leaves either the
+// whole summary or none in the log; a kill between the stages is finished on resume by the next
+// plan (a logged summariser answer or proposal is reused: no model call is repeated).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "context/compaction_log.h"
+#include "context/context_config.h"
+#include "context/prompt_builder.h"
+#include "core/state.h"
+#include "policy/policy.h"
+
+namespace marathon::context {
+
+enum class Force {
+  kNone,      // compact only above the soft threshold (or on a manual request in the log)
+  kManual,    // as if `marathon compact` had asked
+  kOverflow,  // the provider said the prompt was too long: compact harder, now
+};
+
+struct CompactionPlan {
+  enum class Action {
+    kNone,             // nothing to do
+    kElide,            // stage 1 only
+    kSummarise,        // stage 1 (if it frees anything) then stage 2
+    kFinishResponse,   // a logged summariser answer was never proposed: propose + install it
+    kFinishProposal,   // a logged proposal was never installed: validate + install it
+    kNoop,             // asked or over the threshold, but nothing can be freed: record it once
+  };
+  Action action = Action::kNone;
+  std::string trigger = "auto";  // auto | manual
+  std::string reason;            // soft_threshold | manual_request | context_length_error | resume
+  int64_t tokens_before = 0;     // calibrated estimate of the prompt as it stands
+  int64_t elide_through = 0;     // new elision point (> current when stage 1 frees something)
+  int64_t summarize_through = 0; // new summary point (stage 2)
+  bool needed() const { return action != Action::kNone; }
+};
+
+struct ContextIO {
+  std::function<Event(const NewEvent&)> append;  // append + apply to the caller's state/events
+  std::function<std::string(const std::string& bytes)> put_blob;  // returns sha256
+  std::function<std::optional<std::string>(const std::string& sha)> get_blob;
+};
+
+struct CompactionResult {
+  std::vector<Event> appended;
+  std::string outcome;     // compacted | noop | failed | "" (nothing done)
+  std::string source;      // elision | model | structural | none
+  int64_t tokens_before = 0;
+  int64_t tokens_after = 0;
+};
+
+CompactionPlan plan_compaction(const State& state, const std::vector<Event>& events,
+                               const ContextConfig& config, const json& tools = json::array(),
+                               Force force = Force::kNone);
+
+// Runs a plan. `summariser` may be null (structural summary only, e.g. `marathon compact --now`).
+// Never throws for a summariser failure (it becomes the structural fallback); an append failure
+// propagates (the log is the source of truth and the caller must stop).
+CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
+                                const std::vector<Event>& events, const ContextConfig& config,
+                                Policy* summariser, const ContextIO& io,
+                                const json& tools = json::array());
+
+// True when a policy reply failed because the prompt was over the model's context length.
+bool is_context_length_error(const PolicyReply& reply);
+
+// --- pure pieces, exposed for tests -----------------------------------------------------------
+
+// The request sent to the summariser: the previous summary and the turns (after, through].
+PolicyRequest summary_request(const State& state, const std::vector<Event>& events,
+                              const ContextConfig& config, const std::string& previous_summary,
+                              int64_t after_seq, int64_t through_seq, int64_t elided_through);
+
+// Why a summary is not acceptable ("" when it is): empty, too short, over max_summary.
+std::string validate_summary(const std::string& text, const ContextConfig& config);
+
+// A summary built by the runtime from state and the turns being summarised (never empty).
+std::string structural_summary(const State& state, const std::vector<Event>& events,
+                               const ContextConfig& config, const std::string& previous_summary,
+                               int64_t after_seq, int64_t through_seq, const std::string& why);
+
+}  // namespace marathon::context

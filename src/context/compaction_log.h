@@ -1,0 +1,41 @@
+// CompactionLog: what the log says about compaction so far, derived from the events (pure). The
+// installed summary, how far tool outputs are elided, the last no-op, a manual request not yet
+// served, and the pieces of a compaction a crash interrupted (a summariser response not yet
+// proposed, a proposal not yet installed), so that resume finishes it without a new model call.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/event.h"
+
+namespace marathon::context {
+
+// Stage-1 event (not in core's list: fold ignores it; the context module reads it).
+inline constexpr const char* kCompactionElided = "compaction.elided";
+// `purpose` of a model.response that is a summariser call, not a conversation turn.
+inline constexpr const char* kPurposeCompaction = "compaction";
+
+struct CompactionLog {
+  std::string summary;              // installed summary text ("" if none)
+  int64_t summarized_through = 0;   // events up to this seq are covered by the summary
+  int64_t installed_seq = 0;        // the compaction.installed that installed it
+  int64_t elided_through = 0;       // tool outputs at seq <= this are shown as recall pointers
+  int64_t last_event_seq = 0;       // last compaction.* event of any kind
+  int64_t noop_seq = 0;             // last no-op compaction (0: none since the last real one)
+  int64_t noop_tokens = 0;          // the prompt estimate it could not reduce
+  int64_t pending_request_seq = 0;  // compaction.requested not yet answered by compaction.installed
+  int64_t compactions = 0;          // installed with outcome compacted, plus elisions
+
+  // A compaction.proposed with no compaction.installed after it (crash between the two).
+  int64_t open_proposal_seq = 0;
+  json open_proposal;
+  // A summariser model.response with no compaction.proposed/installed after it.
+  int64_t open_response_seq = 0;
+  json open_response;
+};
+
+CompactionLog read_compaction_log(const std::vector<Event>& events);
+
+}  // namespace marathon::context

@@ -1,0 +1,72 @@
+// PromptBuilder: the request the loop sends, as a pure function of (State, events, config).
+// The same state and log give the same bytes (no clock, no randomness, no map-order surprises), so a
+// resumed run sends exactly the prompt the uninterrupted one would have.
+//
+// Layout of `messages`:
+//   [0] system: the rules, the goal block (pinned), the ledger view, the installed summary (if any)
+//   [1] user:   the task (its description and files); constant for the run
+//   [2..] the recent turns after the summary (transcript.h), whole units only; tool outputs at or
+//         before the elision point become `[output elided: recall(seq=N)]`
+// If the result would still exceed the hard threshold, the oldest units are left out (counted in the
+// system message) and oversized outputs are cut, so no request is ever sent above hard * window.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "context/context_config.h"
+#include "context/transcript.h"
+#include "core/state.h"
+
+namespace marathon::context {
+
+struct Prompt {
+  json messages = json::array();
+  int64_t tokens_raw = 0;       // raw estimate (log this as model.request tokens_estimate)
+  int64_t tokens_estimate = 0;  // calibrated estimate (what thresholds compare against)
+  double ratio = 1.0;           // calibration ratio used
+  int64_t units_total = 0;      // units after the summary
+  int64_t units_omitted = 0;    // of those, left out to fit the hard threshold
+  int64_t summarized_through = 0;
+  int64_t elided_through = 0;
+};
+
+// The prompt for the next model request, with the log's compaction state.
+Prompt build_prompt(const State& state, const std::vector<Event>& events, const ContextConfig& config,
+                    const json& tools = json::array());
+
+// --- lower level, shared with compaction planning ---------------------------------------------
+
+// What compaction can change: the summary and the two cut points.
+struct ContextView {
+  std::string summary;
+  int64_t summarized_through = 0;
+  int64_t elided_through = 0;
+};
+
+struct Layout {
+  std::string rules;    // system rules
+  std::string goal;     // goal block
+  std::string ledger;   // ledger view
+  json kickoff;         // the task message
+  std::vector<Unit> units;  // raw units after the summary point
+  double ratio = 1.0;
+  int64_t tools_tokens = 0;
+};
+
+Layout make_layout(const State& state, const std::vector<Event>& events,
+                   const ContextConfig& config, const json& tools, int64_t summarized_through);
+
+// A unit's messages with elision (seq <= elided_through) and the per-output cap applied.
+json unit_messages(const Unit& unit, int64_t elided_through, const ContextConfig& config);
+
+// Prompt from a layout and a view. With enforce_hard_cap the oldest units are dropped to fit.
+Prompt assemble(const Layout& layout, const ContextView& view, const ContextConfig& config,
+                bool enforce_hard_cap);
+
+std::string system_rules(const State& state);
+std::string task_message(const State& state);
+std::string elision_pointer(int64_t seq);
+
+}  // namespace marathon::context

@@ -1,0 +1,45 @@
+// Transcript: the conversation rebuilt from the log. State does not hold messages; the events do:
+//   model.response (no `purpose`, no `error`)  -> assistant message (content + tool_calls)
+//   tool.finished                              -> tool message answering its call_id
+//   user.message {content, reason}             -> user message (goal turns, budget notes, operator)
+// Messages are grouped into units that must stay together for the OpenAI and Anthropic APIs: an
+// assistant message with tool calls and the results of those calls, in the order of the calls. A
+// call without a logged result (interrupted) gets a one-line placeholder result; a result whose call
+// is not in the open unit is dropped. Pure: no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/event.h"
+
+namespace marathon::context {
+
+// Event type the loop logs for a user-role turn it starts (see docs/context.md).
+inline constexpr const char* kUserMessage = "user.message";
+
+struct TranscriptMessage {
+  int64_t seq = 0;           // the event the message comes from
+  json message;              // canonical OpenAI form (policy/policy.h)
+  bool tool_output = false;  // a tool message (elidable)
+  std::string output_sha;    // blob with the uncapped output, if the tool kept one
+};
+
+struct Unit {
+  int64_t first_seq = 0;
+  int64_t last_seq = 0;
+  std::vector<TranscriptMessage> messages;
+};
+
+// Units built from events with seq > after_seq (events sorted by seq, as the store returns them).
+std::vector<Unit> build_units(const std::vector<Event>& events, int64_t after_seq = 0);
+
+// The assistant's words in the turn that issued the tool call `call_id` (the strategy an evaluation
+// is recorded under in the ledger). Empty when the call or the text is not found.
+std::string assistant_text_for_call(const std::vector<Event>& events, const std::string& call_id);
+
+// Index of the first event with seq > after_seq (binary search; events sorted by seq).
+size_t first_index_after(const std::vector<Event>& events, int64_t after_seq);
+
+}  // namespace marathon::context
