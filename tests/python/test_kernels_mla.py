@@ -1,0 +1,132 @@
+"""MLA decode/prefill kernels (kernels/mla) against the float32 reference, through Triton's
+interpreter on the CPU (TRITON_INTERPRET=1) or on a GPU when one is present.
+
+Small shapes: the latent stays 512 + 64 wide (the kernels' real width) while heads and lengths shrink;
+lengths are chosen not to be multiples of the kv block so the tail masks are exercised.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DEVICE = "cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
+if DEVICE == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+    pytest.skip("no GPU: run with TRITON_INTERPRET=1 for the CPU path", allow_module_level=True)
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"mla_{name}", ROOT / "kernels" / "mla" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+K = _load("kernel")
+R = _load("reference")
+TOL = 1.5e-2  # bf16 inputs and output: measured errors sit near 4e-3
+D, DV = 576, 512
+SCALES = (576**-0.5, 0.3)
+
+
+def _inputs(B, Sq, H, Skv, seed):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, Sq, H, D, generator=g).to(torch.bfloat16).to(DEVICE)
+    kv = torch.randn(B, Skv, D, generator=g).to(torch.bfloat16).to(DEVICE)
+    return q, kv
+
+
+def _check(out, ref, what):
+    assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} != {tuple(ref.shape)}"
+    assert out.dtype == torch.bfloat16, f"{what}: dtype {out.dtype}"
+    err = R.rms_rel_err(out.cpu(), ref.cpu())
+    assert err < TOL, f"{what}: rms-relative error {err:.3e} >= {TOL}"
+
+
+# (B, Sq, H, Skv, config): Skv never a multiple of BLOCK_N; several splits, a last split shorter than
+# Sq (fully masked rows in a split), row blocks that straddle query positions, B > 1.
+DECODE_CASES = [
+    (1, 1, 4, 37, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 3}),
+    (2, 1, 8, 45, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 2}),
+    (2, 2, 4, 50, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 4}),
+    (1, 4, 4, 70, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 5}),
+    (1, 4, 8, 49, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 3}),
+    (2, 4, 2, 19, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 2}),
+]
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("B,Sq,H,Skv,cfg", DECODE_CASES)
+def test_decode_matches_float32_reference(B, Sq, H, Skv, cfg, scale):
+    q, kv = _inputs(B, Sq, H, Skv, seed=B * 1000 + Sq * 100 + Skv)
+    out = K.decode_with_config(q, kv, scale, DV, cfg)
+    _check(out, R.mla_reference(q.cpu(), kv.cpu(), scale, DV), f"decode B{B} Sq{Sq} H{H} Skv{Skv}")
+
+
+def test_decode_public_entry_point_uses_its_own_split_choice():
+    q, kv = _inputs(1, 2, 4, 33, seed=7)
+    out = K.mla_decode(q, kv, 0.1)
+    _check(out, R.mla_reference(q.cpu(), kv.cpu(), 0.1, DV), "mla_decode default config")
+
+
+def test_decode_is_not_the_uncausal_answer():
+    # with Sq > 1 the early queries must not see the last cache rows: make those rows dominate
+    q, kv = _inputs(1, 4, 2, 24, seed=11)
+    kv[:, -3:] = (q[0, -1, 0] * 4).to(kv.dtype)
+    out = K.decode_with_config(q, kv, 0.2, DV, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 2})
+    ref = R.mla_reference(q.cpu(), kv.cpu(), 0.2, DV)
+    _check(out, ref, "decode causal")
+    full = torch.einsum("bqhd,bkd->bhqk", q.cpu().float(), kv.cpu().float()).mul(0.2).softmax(-1)
+    uncausal = torch.einsum("bhqk,bkd->bqhd", full, kv.cpu().float()[..., :DV])
+    assert R.rms_rel_err(out.cpu(), uncausal) > 10 * TOL, "decode ignored the causal mask"
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize(
+    "B,S,H,cfg",
+    [
+        (1, 37, 2, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 512}),
+        (2, 21, 4, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 256}),
+        (1, 19, 3, {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_DV": 128}),
+    ],
+)
+def test_prefill_matches_float32_reference(B, S, H, cfg, scale):
+    q, kv = _inputs(B, S, H, S, seed=B * 100 + S)
+    out = K.prefill_with_config(q, kv, scale, DV, cfg)
+    _check(out, R.mla_reference(q.cpu(), kv.cpu(), scale, DV), f"prefill B{B} S{S} H{H} {cfg}")
+
+
+def test_prefill_public_entry_point():
+    q, kv = _inputs(1, 9, 2, 9, seed=3)
+    _check(K.mla_prefill(q, kv, 0.05), R.mla_reference(q.cpu(), kv.cpu(), 0.05, DV), "mla_prefill")
+
+
+def test_reference_rows_agree_with_full_reference():
+    q, kv = _inputs(1, 12, 2, 12, seed=5)
+    rows = torch.tensor([0, 5, 11])
+    full = R.mla_reference(q, kv, 0.1, DV)
+    part = R.mla_reference_rows(q, kv, 0.1, DV, rows)
+    assert torch.allclose(full[:, rows], part, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "q_shape,kv_shape,dv",
+    [
+        ((1, 1, 2, 576), (1, 8, 512), 512),  # D disagrees
+        ((1, 1, 2, 576), (2, 8, 576), 512),  # B disagrees
+        ((1, 1, 2, 576), (1, 8, 576), 500),  # dv not a power of two
+        ((1, 9, 2, 576), (1, 8, 576), 512),  # more queries than cache rows
+    ],
+)
+def test_bad_shapes_raise_a_clear_error(q_shape, kv_shape, dv):
+    q = torch.zeros(q_shape, dtype=torch.bfloat16, device=DEVICE)
+    kv = torch.zeros(kv_shape, dtype=torch.bfloat16, device=DEVICE)
+    with pytest.raises(ValueError, match="mla_decode"):
+        K.mla_decode(q, kv, 0.1, dv)
