@@ -1,0 +1,180 @@
+// marathon run TASK_DIR ...   : a new run on a task
+// marathon resume RUN_DIR     : carry on a stopped (paused, killed) run from its log
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "cli/commands.h"
+#include "core/event_store.h"
+#include "core/fold.h"
+#include "goal/task_spec.h"
+#include "loop/drive.h"
+#include "loop/replay.h"
+#include "loop/run_setup.h"
+#include "policy/registry.h"
+#include "policy/replay_policy.h"
+
+namespace marathon::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunArgs {
+  std::string task_dir;
+  std::string run_dir;
+  std::string policy;
+  std::string model;
+  std::string base_url;
+  std::string api_key_env;
+  std::optional<int64_t> max_tool_calls;
+  std::optional<double> max_hours;
+  std::optional<double> max_cost;
+  std::optional<int64_t> max_tokens;
+  std::optional<double> max_gpu_s;
+  std::optional<double> target;
+  std::optional<int64_t> context_window;
+  int goal_auto_pause = 5;
+  bool quiet = false;
+};
+
+bool have_gpu() { return std::system("nvidia-smi -L >/dev/null 2>&1") == 0; }
+
+std::string default_run_dir(const std::string& task_name) {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+  return fmt::format("runs/{}-{}", task_name, buf);
+}
+
+int do_run(const RunArgs& a) {
+  TaskSpec task;
+  try {
+    task = load_task(a.task_dir);
+  } catch (const TaskError& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  }
+  if (task.needs_gpu && !have_gpu()) {
+    spdlog::error("task {} needs a GPU and this machine has none (nvidia-smi found no device)",
+                  task.name);
+    return 2;
+  }
+  NewRunOptions o;
+  o.model = a.model;
+  if (o.model.empty()) {
+    if (const char* m = std::getenv("MARATHON_MODEL")) o.model = m;
+  }
+  o.policy = !a.policy.empty() ? a.policy : (o.model.empty() ? "search" : "llm");
+  if (o.policy != "llm" && o.policy != "search") {
+    spdlog::error("--policy {}: a new run takes llm or search (replay: `marathon replay`)", o.policy);
+    return 2;
+  }
+  if (o.policy == "llm" && o.model.empty()) {
+    spdlog::error("--policy llm needs --model PROVIDER:MODEL (or MARATHON_MODEL)");
+    return 2;
+  }
+  o.run_dir = a.run_dir.empty() ? default_run_dir(task.name) : a.run_dir;
+  o.base_url = a.base_url;
+  o.api_key_env = a.api_key_env;
+  o.max_tool_calls = a.max_tool_calls;
+  o.max_hours = a.max_hours;
+  o.max_cost_usd = a.max_cost;
+  o.max_tokens = a.max_tokens;
+  o.max_gpu_s = a.max_gpu_s;
+  o.target = a.target;
+  o.context_window = a.context_window;
+  o.goal_auto_pause_turns = a.goal_auto_pause;
+
+  std::unique_ptr<EventStore> store = create_run(task, o);
+  State state = fold(store->read());
+  std::unique_ptr<Policy> policy;
+  try {
+    policy = make_policy(o.policy, PolicyOptions{&state, nullptr});
+  } catch (const std::invalid_argument& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  }
+  std::printf("marathon: run %s on task %s, policy %s%s\n", o.run_dir.string().c_str(),
+              task.name.c_str(), o.policy.c_str(),
+              o.model.empty() ? "" : fmt::format(" ({})", o.model).c_str());
+  std::fflush(stdout);
+  return exit_code_for(drive(*store, o.run_dir, *policy, DriveOptions{a.quiet, {}}));
+}
+
+int do_resume(const std::string& run_dir, bool quiet) {
+  State state;
+  std::unique_ptr<EventStore> store = reopen_run(run_dir, &state);
+  if (!store) {
+    std::printf("marathon: run %s has already finished (%s); nothing to resume\n", run_dir.c_str(),
+                state.finish_reason.c_str());
+    return 0;
+  }
+  std::vector<Event> events = store->read();
+  const json& created = events.front().payload;
+  std::unique_ptr<Policy> policy;
+  std::unique_ptr<EventStore> original;
+  std::vector<Event> original_events;
+  DriveOptions options{quiet, {}};
+  if (created.contains("replay_of")) {
+    // A replay that was stopped: serve the rest of the original's responses.
+    fs::path from = created["replay_of"].value("run_dir", "");
+    original = EventStore::open((from / "events.db").string(), EventStore::Mode::kReadOnly);
+    original_events = original->read();
+    policy = make_policy("replay", PolicyOptions{&state, &original_events});
+    auto* replay = static_cast<ReplayPolicy*>(policy.get());
+    for (int64_t i = 0; i < state.used.model_calls; ++i) replay->next(PolicyRequest{});
+    options.logged_result = logged_results(original_events, *original, *store);
+  } else {
+    try {
+      policy = make_policy(state.config.value("policy", "search"), PolicyOptions{&state, nullptr});
+    } catch (const std::invalid_argument& e) {
+      spdlog::error("{}", e.what());
+      return 2;
+    }
+  }
+  std::printf("marathon: resuming %s at event %lld (%lld tool calls so far)\n", run_dir.c_str(),
+              static_cast<long long>(state.last_seq), static_cast<long long>(state.used.tool_calls));
+  std::fflush(stdout);
+  return exit_code_for(drive(*store, run_dir, *policy, options));
+}
+
+}  // namespace
+
+void register_run(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* run = app.add_subcommand("run", "Start a run on a task");
+  run->add_option("TASK_DIR", args->task_dir, "Task folder (with task.toml)")->required();
+  run->add_option("--run-dir", args->run_dir, "Run directory (default runs/<task>-<time>)");
+  run->add_option("--policy", args->policy, "llm | search (default: llm with a model, else search)");
+  run->add_option("--model", args->model, "PROVIDER:MODEL, e.g. openai:gpt-4o (or MARATHON_MODEL)");
+  run->add_option("--base-url", args->base_url, "Base URL of an OpenAI-compatible or Anthropic API");
+  run->add_option("--api-key-env", args->api_key_env,
+                  "Name of the environment variable holding the API key (the key is never logged)");
+  run->add_option("--max-tool-calls", args->max_tool_calls, "Tool-call budget (default 1000)");
+  run->add_option("--max-hours", args->max_hours, "Wall-time budget in hours (default 24)");
+  run->add_option("--max-cost", args->max_cost, "Cost budget in USD (default: none)");
+  run->add_option("--max-tokens", args->max_tokens, "Token budget (default: none)");
+  run->add_option("--max-gpu-seconds", args->max_gpu_s, "GPU-time budget (default: none)");
+  run->add_option("--target", args->target, "Stop once a correct score reaches this");
+  run->add_option("--context-window", args->context_window, "The model's context window in tokens");
+  run->add_option("--goal-auto-pause", args->goal_auto_pause,
+                  "Goal turns without progress before the goal pauses itself (0: never)");
+  run->add_flag("--quiet", args->quiet, "No live progress, only the summary");
+  run->callback([args] { exit_code = do_run(*args); });
+
+  auto resume_dir = std::make_shared<std::string>();
+  auto resume_quiet = std::make_shared<bool>(false);
+  CLI::App* resume = app.add_subcommand("resume", "Carry on a stopped run from its log");
+  resume->add_option("RUN_DIR", *resume_dir, "Run directory")->required();
+  resume->add_flag("--quiet", *resume_quiet, "No live progress, only the summary");
+  resume->callback([resume_dir, resume_quiet] { exit_code = do_resume(*resume_dir, *resume_quiet); });
+}
+
+}  // namespace marathon::cli

@@ -1,0 +1,193 @@
+#include "loop/replay.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "core/fork.h"
+#include "core/run_dir.h"
+#include "core/workspace_snapshot.h"
+#include "loop/transcript.h"
+
+namespace marathon {
+
+namespace fs = std::filesystem;
+
+const std::set<std::string>& offline_irreproducible_tools() {
+  static const std::set<std::string> kTools = {"evaluate", "profile", "run"};
+  return kTools;
+}
+
+namespace {
+
+struct LoggedCall {
+  std::string tool;
+  json finished;
+  std::vector<Event> effects;
+};
+
+// (turn, index) -> the logged call, with the turn counted as the runner counts it: the number of
+// model.response events before the call.
+std::map<std::pair<int64_t, size_t>, LoggedCall> index_calls(const std::vector<Event>& events) {
+  std::map<std::pair<int64_t, size_t>, LoggedCall> calls;
+  std::map<std::string, std::pair<int64_t, size_t>> by_started_id;
+  int64_t responses = 0;
+  std::vector<LoggedToolCall> last_calls;
+  for (const Event& e : events) {
+    if (e.type == ev::kModelResponse) {
+      ++responses;
+      last_calls = tool_calls_of(e.payload.value("message", json::object()));
+    } else if (e.type == ev::kToolStarted) {
+      int64_t turn = e.payload.value("turn", responses);
+      size_t index = 0;
+      if (e.payload.contains("index")) {
+        index = e.payload["index"].get<size_t>();
+      } else {
+        std::string id = e.payload.value("call_id", "");
+        for (const LoggedToolCall& c : last_calls) {
+          if (c.id == id) index = c.index;
+        }
+      }
+      by_started_id[e.id] = {turn, index};
+      calls[{turn, index}].tool = e.payload.value("name", "");
+    } else if (!e.causation.empty()) {
+      auto it = by_started_id.find(e.causation);
+      if (it == by_started_id.end()) continue;
+      LoggedCall& c = calls[it->second];
+      if (e.type == ev::kToolFinished) {
+        c.finished = e.payload;
+      } else {
+        c.effects.push_back(e);
+      }
+    }
+  }
+  return calls;
+}
+
+void copy_blobs(const Event& e, const EventStore& from, EventStore& to) {
+  for (const std::string& sha : blob_refs(e)) {
+    if (to.has_blob(sha)) continue;
+    if (std::optional<std::string> bytes = from.get_blob(sha)) to.put_blob(*bytes);
+  }
+}
+
+}  // namespace
+
+LoggedResultFn logged_results(std::vector<Event> original, const EventStore& from, EventStore& to) {
+  auto calls = std::make_shared<std::map<std::pair<int64_t, size_t>, LoggedCall>>(
+      index_calls(original));
+  return [calls, &from, &to](int64_t turn, size_t index,
+                             const std::string& tool) -> std::optional<LoggedResult> {
+    auto it = calls->find({turn, index});
+    if (it == calls->end() || it->second.finished.is_null()) return std::nullopt;
+    const LoggedCall& c = it->second;
+    bool interrupted = c.finished.value("interrupted", false);
+    if (!interrupted && !offline_irreproducible_tools().count(tool)) return std::nullopt;
+    if (c.tool != tool) return std::nullopt;  // the replay diverged; let the tool speak
+    LoggedResult r;
+    r.finished_payload = c.finished;
+    r.result.ok = c.finished.value("ok", false);
+    r.result.output = c.finished.value("output", "");
+    r.result.full_output_sha = c.finished.value("output_sha", "");
+    r.result.gpu_s = c.finished.value("gpu_s", 0.0);
+    for (const Event& e : c.effects) {
+      copy_blobs(e, from, to);
+      if (e.type == ev::kRunFinished) {
+        r.result.finishes_run = true;
+        continue;  // the runner writes run.finished for a finishing tool
+      }
+      r.result.events.push_back({e.type, e.payload, "", e.stream, e.type_version, e.durability});
+    }
+    if (!r.result.full_output_sha.empty() && !to.has_blob(r.result.full_output_sha)) {
+      if (auto bytes = from.get_blob(r.result.full_output_sha)) to.put_blob(*bytes);
+    }
+    return r;
+  };
+}
+
+std::unique_ptr<EventStore> create_replay_run(const fs::path& from_dir, const fs::path& to_dir,
+                                              std::vector<Event>* original,
+                                              std::unique_ptr<EventStore>* from_store) {
+  RunDir from = existing_run_dir(from_dir);
+  *from_store = EventStore::open(from.events_db().string(), EventStore::Mode::kReadOnly);
+  *original = (*from_store)->read();
+  if (original->empty() || original->front().type != ev::kRunCreated) {
+    throw StoreError(fmt::format("{}: the log does not start with run.created", (*from_store)->path()));
+  }
+  RunDir to = create_run_dir(to_dir);
+  auto store = EventStore::open(to.events_db().string(), EventStore::Mode::kCreate);
+
+  json created = original->front().payload;
+  created["replay_of"] = {{"run_id", created.value("run_id", "")},
+                          {"run_dir", fs::absolute(from_dir).lexically_normal().string()}};
+  created["run_id"] = new_run_id();
+  std::vector<NewEvent> batch{{ev::kRunCreated, created}};
+  WorkspaceFiles files;
+  for (size_t i = 1; i < original->size(); ++i) {
+    const Event& e = (*original)[i];
+    if (e.type != ev::kWorkspaceWritten || e.payload.value("source", "") != "starter") break;
+    copy_blobs(e, **from_store, *store);
+    batch.push_back({e.type, e.payload});
+    apply_workspace_event(files, e);
+  }
+  store->append_batch(batch);
+  materialize_workspace(*store, files, to.workspace(), /*remove_others=*/true);
+  return store;
+}
+
+json comparable_state(const State& s) {
+  json ledger = json::array();
+  for (const LedgerEntry& l : s.ledger) {
+    ledger.push_back({{"kind", l.kind},
+                      {"text", l.text},
+                      {"candidate", l.candidate},
+                      {"correct", l.correct ? json(*l.correct) : json(nullptr)},
+                      {"score", l.score ? json(*l.score) : json(nullptr)},
+                      {"failure", l.failure},
+                      {"figures", l.figures}});
+  }
+  json cache = json::object();
+  for (const auto& [key, v] : s.eval_cache) {
+    json entry = v;
+    if (entry.is_object()) entry.erase("seq");
+    cache[key] = entry;
+  }
+  json in_flight = json::array();
+  for (const auto& [id, f] : s.in_flight) in_flight.push_back({{"call_id", id}, {"name", f.name}});
+  const BudgetUsed& u = s.used;
+  return {{"task", s.task},
+          {"goal",
+           {{"objective", s.goal.objective},
+            {"metric", s.goal.metric},
+            {"direction", s.goal.direction},
+            {"target", s.goal.target ? json(*s.goal.target) : json(nullptr)},
+            {"status", s.goal.status},
+            {"progress", s.goal.progress},
+            {"turns_without_progress", s.goal.turns_without_progress}}},
+          {"used",
+           {{"tool_calls", u.tool_calls},
+            {"model_calls", u.model_calls},
+            {"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"cost_usd", u.cost_usd},
+            {"gpu_s", u.gpu_s}}},
+          {"turns", s.turns},
+          {"evaluations", s.evaluations},
+          {"evaluations_executed", s.evaluations_executed},
+          {"evals_since_improvement", s.evals_since_improvement},
+          {"best_score", s.best_score ? json(*s.best_score) : json(nullptr)},
+          {"best_candidate", s.best_candidate},
+          {"baseline_score", s.baseline_score ? json(*s.baseline_score) : json(nullptr)},
+          {"eval_cache", cache},
+          {"ledger", ledger},
+          {"workspace", s.workspace},
+          {"candidates", s.candidates},
+          {"in_flight", in_flight},
+          {"compactions", s.compactions},
+          {"summary", s.summary ? json(s.summary->text) : json(nullptr)},
+          {"budget_warnings", s.budget_warnings},
+          {"done", s.done},
+          {"finish_reason", s.finish_reason}};
+}
+
+}  // namespace marathon

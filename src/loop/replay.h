@@ -1,0 +1,38 @@
+// Replay: a new run re-driven from a logged one with zero model calls. The replay policy serves the
+// logged model responses; tool results that cannot be reproduced offline (evaluate, profile, run,
+// and any call the original reported as interrupted) are taken from the log instead of executed;
+// every other tool runs again, so the new log is rebuilt by the loop itself. The final state must
+// equal the original's (comparable_state).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/event_store.h"
+#include "loop/runner.h"
+
+namespace marathon {
+
+// Tools whose results the replay takes from the log.
+const std::set<std::string>& offline_irreproducible_tools();
+
+// Looks up the logged result of the call (turn, index) of `original`: its tool.finished payload and
+// the effect events it caused. Blobs the result references are copied from `from` into `to`.
+LoggedResultFn logged_results(std::vector<Event> original, const EventStore& from, EventStore& to);
+
+// Creates the replay run in `to_dir`: run.created copied from the original (new run_id, with
+// `replay_of`), the starter workspace.written events and every blob the original references.
+// Returns the new store; `original` receives the original's events.
+std::unique_ptr<EventStore> create_replay_run(const std::filesystem::path& from_dir,
+                                              const std::filesystem::path& to_dir,
+                                              std::vector<Event>* original,
+                                              std::unique_ptr<EventStore>* from_store);
+
+// The state without what legitimately differs between two runs of the same history: run id,
+// seqs, event counts and timings, wall time. Two runs that did the same work compare equal.
+json comparable_state(const State& s);
+
+}  // namespace marathon

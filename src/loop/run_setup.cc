@@ -1,0 +1,105 @@
+#include "loop/run_setup.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/fold.h"
+#include "core/run_dir.h"
+#include "core/workspace_snapshot.h"
+
+namespace marathon {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_file_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("cannot read starter file {}", p.string()));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+json run_created_payload(const TaskSpec& task, const NewRunOptions& o, const std::string& run_id) {
+  BudgetLimits limits;
+  const json& tl = task.limits;
+  if (tl.contains("max_tool_calls")) limits.max_tool_calls = tl["max_tool_calls"].get<int64_t>();
+  if (tl.contains("max_wall_s")) limits.max_wall_s = tl["max_wall_s"].get<double>();
+  if (tl.contains("max_tokens")) limits.max_tokens = tl["max_tokens"].get<int64_t>();
+  if (tl.contains("max_cost_usd")) limits.max_cost_usd = tl["max_cost_usd"].get<double>();
+  if (tl.contains("max_gpu_s")) limits.max_gpu_s = tl["max_gpu_s"].get<double>();
+  if (o.max_tool_calls) limits.max_tool_calls = *o.max_tool_calls;
+  if (o.max_hours) limits.max_wall_s = *o.max_hours * 3600.0;
+  if (o.max_cost_usd) limits.max_cost_usd = *o.max_cost_usd;
+  if (o.max_tokens) limits.max_tokens = *o.max_tokens;
+  if (o.max_gpu_s) limits.max_gpu_s = *o.max_gpu_s;
+
+  json goal = {{"objective", task.description},
+               {"metric", task.goal.metric},
+               {"direction", task.goal.direction}};
+  std::optional<double> target = o.target ? o.target : task.goal.target;
+  if (target) goal["target"] = *target;
+
+  json config = o.extra_config.is_object() ? o.extra_config : json::object();
+  config["policy"] = o.policy;
+  config["task_dir"] = fs::absolute(task.dir).lexically_normal().string();
+  config["goal_auto_pause_turns"] = o.goal_auto_pause_turns;
+  if (!o.model.empty()) config["model"] = o.model;
+  if (!o.base_url.empty()) config["base_url"] = o.base_url;
+  if (!o.api_key_env.empty()) config["api_key_env"] = o.api_key_env;
+  if (o.context_window) config["context_window"] = *o.context_window;
+
+  return {{"run_id", run_id},
+          {"task", to_json(task)},
+          {"task_dir", config["task_dir"]},
+          {"goal", goal},
+          {"budget",
+           {{"max_tool_calls", limits.max_tool_calls},
+            {"max_wall_s", limits.max_wall_s},
+            {"max_tokens", limits.max_tokens},
+            {"max_cost_usd", limits.max_cost_usd},
+            {"max_gpu_s", limits.max_gpu_s}}},
+          {"config", config}};
+}
+
+std::unique_ptr<EventStore> create_run(const TaskSpec& task, const NewRunOptions& o) {
+  RunDir dir = create_run_dir(o.run_dir);
+  auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kCreate);
+
+  std::vector<NewEvent> batch;
+  batch.push_back({ev::kRunCreated, run_created_payload(task, o, new_run_id())});
+  WorkspaceFiles files;
+  for (const std::string& rel : task.starter) {
+    std::string bytes = read_file_bytes(task.starter_path() / rel);
+    std::string sha = store->put_blob(bytes);
+    batch.push_back({ev::kWorkspaceWritten,
+                     {{"path", rel}, {"sha", sha}, {"size", bytes.size()}, {"source", "starter"}}});
+    files[rel] = sha;
+  }
+  store->append_batch(batch);
+  materialize_workspace(*store, files, dir.workspace(), /*remove_others=*/true);
+  return store;
+}
+
+std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state) {
+  RunDir dir = existing_run_dir(run_dir);
+  auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kOpen);
+  *state = fold(store->read());
+  if (!state->created) {
+    throw StoreError(fmt::format("{}: the log holds no run.created event", store->path()));
+  }
+  if (state->done) return nullptr;
+  store->append({ev::kRunResumed, {{"reason", "resume"}}});
+  std::error_code ec;
+  fs::create_directories(dir.workspace(), ec);
+  materialize_workspace(*store, state->workspace, dir.workspace(), /*remove_others=*/true);
+  return store;
+}
+
+}  // namespace marathon

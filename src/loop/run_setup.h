@@ -1,0 +1,48 @@
+// Starting and re-opening a run: the run directory, run.created with the starter files, and the
+// workspace rebuilt from the log on resume. The loop itself is in runner.h.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/event_store.h"
+#include "core/state.h"
+#include "goal/task_spec.h"
+
+namespace marathon {
+
+// What `marathon run` was asked for. Unset optionals fall back to the task's [limits], then to the
+// defaults of BudgetLimits.
+struct NewRunOptions {
+  std::filesystem::path run_dir;
+  std::string policy;    // llm | search | replay
+  std::string model;     // PROVIDER:MODEL (llm policy)
+  std::string base_url;  // empty: the provider's default
+  std::string api_key_env;  // the NAME of the variable holding the key; the key is never logged
+  std::optional<int64_t> max_tool_calls;
+  std::optional<double> max_hours;
+  std::optional<double> max_cost_usd;
+  std::optional<int64_t> max_tokens;
+  std::optional<double> max_gpu_s;
+  std::optional<double> target;
+  std::optional<int64_t> context_window;
+  int goal_auto_pause_turns = 5;  // goal turns without progress before the goal pauses itself
+  json extra_config = json::object();  // merged into config (e.g. replay's source run)
+};
+
+// The run.created payload (pure): task spec, goal, budget, config. Never holds an API key.
+json run_created_payload(const TaskSpec& task, const NewRunOptions& o, const std::string& run_id);
+
+// Creates <run_dir> (absent or an empty folder), appends run.created and one workspace.written per
+// starter file in one transaction, and writes the workspace. Throws StoreError or
+// std::runtime_error naming the directory or file on failure.
+std::unique_ptr<EventStore> create_run(const TaskSpec& task, const NewRunOptions& o);
+
+// Opens an existing run for the runner: checks it, appends run.resumed and rewrites the workspace
+// exactly as the log says (files the log does not know are removed). Returns nullptr, with the
+// folded state in *state, when the run has already finished (nothing is appended then).
+std::unique_ptr<EventStore> reopen_run(const std::filesystem::path& run_dir, State* state);
+
+}  // namespace marathon

@@ -1,0 +1,397 @@
+#include "loop/runner.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "context/compaction.h"
+#include "context/prompt_builder.h"
+#include "context/transcript.h"
+#include "core/fold.h"
+#include "goal/budget.h"
+
+namespace marathon {
+
+namespace {
+
+using context::kUserMessage;
+constexpr int kMaxConsecutiveModelErrors = 3;
+
+int64_t system_now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string interrupted_message(const std::string& tool) {
+  return fmt::format(
+      "interrupted: the runner stopped while `{}` was running and it was not re-run on resume "
+      "(it is not idempotent). Its effects, if any, are unknown: check before you retry it.",
+      tool);
+}
+
+bool target_met(const State& s) {
+  if (!s.goal.target || !s.best_score) return false;
+  return s.goal.direction == "min" ? *s.best_score <= *s.goal.target
+                                   : *s.best_score >= *s.goal.target;
+}
+
+std::string best_text(const State& s) {
+  if (!s.best_score) return "no correct evaluation yet";
+  return fmt::format("best {} {:.4g} (candidate {})", s.goal.metric, *s.best_score,
+                     s.best_candidate.substr(0, 12));
+}
+
+}  // namespace
+
+ToolResult run_tool_safely(Tool& tool, const json& args, ToolContext& ctx) {
+  try {
+    return tool.run(args, ctx);
+  } catch (const std::exception& e) {
+    ToolResult r;
+    r.ok = false;
+    r.output = fmt::format("{} failed: {}", tool.name(), e.what());
+    return r;
+  }
+}
+
+Runner::Runner(EventStore& store, Policy& policy, ToolSet& tools, std::filesystem::path run_dir,
+               RunnerHooks hooks)
+    : store_(store),
+      policy_(policy),
+      tools_(tools),
+      run_dir_(std::move(run_dir)),
+      hooks_(std::move(hooks)) {
+  if (!hooks_.now_us) hooks_.now_us = system_now_us;
+  for (Event& e : store_.read()) {
+    apply(state_, e);
+    transcript_.apply(e);
+    events_.push_back(std::move(e));
+  }
+  if (!state_.created) {
+    throw StoreError(fmt::format("{}: the log holds no run.created event", store_.path()));
+  }
+  context_config_ = context::ContextConfig::from_run_config(state_.config);
+  tools_json_ = tools_.openai_tools();
+}
+
+double Runner::wall_s() const {
+  if (events_.empty()) return state_.used.wall_s;
+  double since = double(hooks_.now_us() - events_.back().recorded_at_us) / 1e6;
+  return state_.used.wall_s + std::max(0.0, since);
+}
+
+void Runner::observe(const Event& e) {
+  apply(state_, e);
+  transcript_.apply(e);
+  events_.push_back(e);
+  if (hooks_.progress) hooks_.progress->on_event(e, state_);
+}
+
+std::vector<Event> Runner::append(std::vector<NewEvent> batch) {
+  std::vector<Event> stored = store_.append_batch(batch);
+  for (const Event& e : stored) observe(e);
+  return stored;
+}
+
+void Runner::sync() {
+  if (store_.last_seq() <= state_.last_seq) return;
+  for (const Event& e : store_.read(state_.last_seq + 1)) observe(e);
+}
+
+ToolContext Runner::tool_context() {
+  ToolContext ctx;
+  ctx.workspace = run_dir_ / "workspace";
+  ctx.state = &state_;
+  ctx.run_dir = run_dir_;
+  ctx.put_blob = [this](const std::string& bytes) { return store_.put_blob(bytes); };
+  ctx.get_blob = [this](const std::string& sha) {
+    std::optional<std::string> b = store_.get_blob(sha);
+    if (!b) throw std::runtime_error(fmt::format("{}: blob {} is missing", store_.path(), sha));
+    return *b;
+  };
+  return ctx;
+}
+
+std::optional<RunReport> Runner::check_stops() {
+  if (state_.done) return RunReport{RunOutcome::kFinished, state_.finish_reason};
+  auto pause = [this](const std::string& reason, const std::string& message) {
+    append({{ev::kRunPaused, {{"reason", reason}, {"message", message}}}});
+    return RunReport{RunOutcome::kPaused, reason};
+  };
+  auto finish = [this](const std::string& reason, const std::string& summary) {
+    append({{ev::kRunFinished, {{"reason", reason}, {"summary", summary}}}});
+    return RunReport{RunOutcome::kFinished, reason};
+  };
+  if (hooks_.interrupted && hooks_.interrupted()) {
+    return pause("interrupted", "stopped by SIGINT; `marathon resume` carries on");
+  }
+  if (state_.goal.status == "paused") {
+    return pause("goal_paused", "the goal is paused; `marathon goal resume` then `marathon resume`");
+  }
+  if (state_.goal.status == "cleared") return finish("goal_cleared", "the goal was cleared");
+  if (target_met(state_)) {
+    return finish("target", fmt::format("target {:.4g} reached: {}", *state_.goal.target,
+                                        best_text(state_)));
+  }
+  BudgetUsed used = state_.used;
+  used.wall_s = wall_s();
+  if (auto over = exhausted_budget(state_.limits, used)) {
+    return finish("budget", fmt::format("{} budget used up ({:.6g} of {:.6g}); {}", over->which,
+                                        over->used, over->limit, best_text(state_)));
+  }
+  std::vector<NewEvent> warnings;
+  for (const BudgetItem& b : budgets_to_warn(state_.limits, used, state_.budget_warnings)) {
+    warnings.push_back({ev::kBudgetWarned, {{"which", b.which}, {"used", b.used}, {"limit", b.limit}}});
+    warnings.push_back(
+        {kUserMessage,
+         {{"reason", "budget"},
+          {"content", fmt::format("Budget note: {} is at {:.0f}% of its limit ({}). Wrap up: "
+                                  "evaluate your best idea, note what you learned, and call "
+                                  "`finish` with a summary before the run is stopped.",
+                                  b.which, 100 * b.fraction(), budget_line(state_.limits, used))}}});
+  }
+  if (!warnings.empty()) append(std::move(warnings));
+  return std::nullopt;
+}
+
+std::string Runner::effective_tool_error(const LoggedToolCall& call, json* args) {
+  const Tool* tool = tools_.find(call.name);
+  if (!tool) {
+    std::string valid;
+    for (const std::string& n : tools_.names()) valid += (valid.empty() ? "" : ", ") + n;
+    return fmt::format("error: unknown tool \"{}\"; the tools are: {}", call.name, valid);
+  }
+  std::string text = call.arguments.empty() ? "{}" : call.arguments;
+  try {
+    *args = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return fmt::format("error: the arguments of `{}` are not valid JSON ({}); send one JSON object "
+                       "matching the tool's schema",
+                       call.name, e.what());
+  }
+  if (auto problem = check_schema(*args, tool->parameters())) {
+    return fmt::format("error: invalid arguments for `{}`: {}", call.name, *problem);
+  }
+  return "";
+}
+
+namespace {
+
+NewEvent finished_event(const Event& started, const std::string& call_id, const std::string& name,
+                        const ToolResult& r, double elapsed_s) {
+  json p = {{"call_id", call_id}, {"name", name}, {"ok", r.ok}, {"output", r.output},
+            {"elapsed_s", elapsed_s}};
+  if (!r.full_output_sha.empty()) p["output_sha"] = r.full_output_sha;
+  if (r.gpu_s > 0) p["gpu_s"] = r.gpu_s;
+  return {ev::kToolFinished, p, started.id};
+}
+
+std::vector<NewEvent> with_effects(NewEvent finished, const Event& started, ToolResult& r) {
+  std::vector<NewEvent> batch{std::move(finished)};
+  bool has_finish = false;
+  for (NewEvent& e : r.events) {
+    if (e.causation.empty()) e.causation = started.id;
+    has_finish = has_finish || e.type == ev::kRunFinished;
+    batch.push_back(std::move(e));
+  }
+  if (r.finishes_run && !has_finish) {
+    batch.push_back({ev::kRunFinished, {{"reason", "finish"}, {"summary", r.output}}, started.id});
+  }
+  return batch;
+}
+
+}  // namespace
+
+void Runner::run_call(const LoggedToolCall& call) {
+  json args = json::object();
+  std::string error = effective_tool_error(call, &args);
+  json logged_args = error.empty() ? args : json(call.arguments);
+  int64_t turn = transcript_.responses();
+  Event started = append({{ev::kToolStarted,
+                           {{"call_id", call.id},
+                            {"name", call.name},
+                            {"arguments", logged_args},
+                            {"turn", turn},
+                            {"index", call.index}}}})
+                      .front();
+  auto t0 = std::chrono::steady_clock::now();
+  ToolResult result;
+  json extra = json::object();
+  if (!error.empty()) {
+    result.ok = false;
+    result.output = error;
+  } else if (std::optional<LoggedResult> logged =
+                 hooks_.logged_result ? hooks_.logged_result(turn, call.index, call.name)
+                                      : std::nullopt) {
+    result = std::move(logged->result);
+    if (logged->finished_payload.value("interrupted", false)) extra["interrupted"] = true;
+  } else {
+    ToolContext ctx = tool_context();
+    result = run_tool_safely(*tools_.find(call.name), args, ctx);
+  }
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  NewEvent fin = finished_event(started, call.id, call.name, result, elapsed);
+  for (auto& [k, v] : extra.items()) fin.payload[k] = v;
+  append(with_effects(std::move(fin), started, result));
+}
+
+void Runner::recover_in_flight() {
+  std::vector<InFlightTool> calls;
+  for (const auto& [id, t] : state_.in_flight) calls.push_back(t);
+  std::sort(calls.begin(), calls.end(),
+            [](const InFlightTool& a, const InFlightTool& b) { return a.started_seq < b.started_seq; });
+  for (const InFlightTool& t : calls) {
+    auto it = std::find_if(events_.begin(), events_.end(),
+                           [&](const Event& e) { return e.seq == t.started_seq; });
+    if (it == events_.end()) continue;
+    Event started = *it;
+    Tool* tool = tools_.find(t.name);
+    ToolResult result;
+    bool rerun = tool && tool->idempotent() && t.arguments.is_object();
+    auto t0 = std::chrono::steady_clock::now();
+    if (rerun) {
+      spdlog::info("resume: re-running `{}` ({}), in flight when the run stopped", t.name, t.call_id);
+      ToolContext ctx = tool_context();
+      result = run_tool_safely(*tool, t.arguments, ctx);
+    } else {
+      spdlog::info("resume: `{}` ({}) was in flight; reported to the model as interrupted", t.name,
+                   t.call_id);
+      result.ok = false;
+      result.output = interrupted_message(t.name);
+    }
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    NewEvent fin = finished_event(started, t.call_id, t.name, result, elapsed);
+    if (!rerun) fin.payload["interrupted"] = true;
+    append(with_effects(std::move(fin), started, result));
+  }
+}
+
+std::optional<RunReport> Runner::start_goal_turn() {
+  int limit = state_.config.value("goal_auto_pause_turns", 5);
+  if (limit > 0 && state_.goal.turns_without_progress >= limit) {
+    std::string why = fmt::format("paused itself after {} turns without progress ({})", limit,
+                                  best_text(state_));
+    append({{ev::kGoalChanged,
+             {{"verb", "auto_pause"},
+              {"objective", state_.goal.objective},
+              {"status", "paused"},
+              {"progress", why}}},
+            {ev::kRunPaused, {{"reason", "goal_auto_paused"}, {"message", why}}}});
+    return RunReport{RunOutcome::kPaused, "goal_auto_paused"};
+  }
+  BudgetUsed used = state_.used;
+  used.wall_s = wall_s();
+  std::string text = fmt::format(
+      "You stopped without calling `finish`, but the goal is still open and budget remains "
+      "({}). Progress so far: {}; {} evaluation(s) since the last improvement. Keep working "
+      "toward the goal: try the next idea, evaluate it, note what you learn. Call `finish` "
+      "with a summary only when you are done.",
+      budget_line(state_.limits, used), best_text(state_), state_.evals_since_improvement);
+  append({{kUserMessage, {{"reason", "goal_turn"}, {"content", text}}}});
+  return std::nullopt;
+}
+
+void Runner::compact(bool overflow) {
+  context::CompactionPlan plan =
+      context::plan_compaction(state_, events_, context_config_, tools_json_,
+                               overflow ? context::Force::kOverflow : context::Force::kNone);
+  if (!plan.needed()) return;
+  context::ContextIO io;
+  io.append = [this](const NewEvent& e) { return append({e}).front(); };
+  io.put_blob = [this](const std::string& bytes) { return store_.put_blob(bytes); };
+  io.get_blob = [this](const std::string& sha) { return store_.get_blob(sha); };
+  // The state and events are copied: run_compaction reads them while its appends update ours.
+  State state = state_;
+  std::vector<Event> events = events_;
+  context::run_compaction(plan, state, events, context_config_, &policy_, io, tools_json_);
+}
+
+std::optional<RunReport> Runner::ask_policy() {
+  if (!transcript_.request_pending()) compact(false);
+  context::Prompt prompt = context::build_prompt(state_, events_, context_config_, tools_json_);
+  if (!transcript_.request_pending()) {
+    append({{ev::kModelRequest,
+             {{"turn", transcript_.goal_turn()},
+              {"prompt_sha", sha256_hex(prompt.messages.dump())},
+              {"n_messages", prompt.messages.size()},
+              {"tokens_estimate", prompt.tokens_raw}}}});
+  }
+  PolicyRequest request{prompt.messages, tools_json_, &state_};
+  PolicyReply reply;
+  try {
+    reply = policy_.next(request);
+  } catch (const std::exception& e) {
+    reply = PolicyReply{};
+    reply.error = json{{"kind", "transport"}, {"message", e.what()}};
+  }
+  json payload = {{"message", normalise_assistant_message(reply.message, state_.turns)},
+                  {"usage",
+                   {{"prompt_tokens", reply.prompt_tokens},
+                    {"completion_tokens", reply.completion_tokens}}},
+                  {"cost_usd", reply.cost_usd},
+                  {"provider", reply.provider},
+                  {"model", reply.model},
+                  {"finish_reason", reply.finish_reason}};
+  if (reply.error) payload["error"] = *reply.error;
+  if (reply.problems.is_array() && !reply.problems.empty()) payload["problems"] = reply.problems;
+  append({{ev::kModelResponse, payload}});
+  if (!reply.error) {
+    context_retry_used_ = false;
+    return std::nullopt;
+  }
+
+  std::string kind = reply.error->value("kind", "unknown");
+  std::string message = reply.error->value("message", "");
+  spdlog::warn("model call failed ({}): {}", kind, message);
+  if (kind == "context_length" && !context_retry_used_) {
+    context_retry_used_ = true;
+    compact(true);
+    return std::nullopt;  // the next iteration asks again with the compacted prompt
+  }
+  if (kind == "auth" || kind == "not_found" || kind == "bad_request" ||
+      kind == "replay_exhausted") {
+    append({{ev::kRunPaused, {{"reason", "model_error"}, {"message", kind + ": " + message}}}});
+    return RunReport{RunOutcome::kFailed, "model_error"};
+  }
+  if (transcript_.consecutive_model_errors() >= kMaxConsecutiveModelErrors) {
+    append({{ev::kRunPaused,
+             {{"reason", "model_unavailable"},
+              {"message", fmt::format("{} model calls failed in a row; last: {}: {}",
+                                      kMaxConsecutiveModelErrors, kind, message)}}}});
+    return RunReport{RunOutcome::kFailed, "model_unavailable"};
+  }
+  if (kind == "malformed") {
+    append({{kUserMessage,
+             {{"reason", "model_error"},
+              {"content", fmt::format("Your previous reply could not be used ({}). Reply again: "
+                                      "text and/or tool calls with JSON arguments.",
+                                      message)}}}});
+  }
+  return std::nullopt;
+}
+
+RunReport Runner::run() {
+  while (true) {
+    sync();
+    if (std::optional<RunReport> stop = check_stops()) return *stop;
+    if (!state_.in_flight.empty()) {
+      recover_in_flight();
+      continue;
+    }
+    std::vector<LoggedToolCall> calls = transcript_.unfinished_calls();
+    if (!calls.empty()) {
+      run_call(calls.front());
+      continue;
+    }
+    if (transcript_.goal_turn_due()) {
+      if (std::optional<RunReport> r = start_goal_turn()) return *r;
+      continue;
+    }
+    if (std::optional<RunReport> r = ask_policy()) return *r;
+  }
+}
+
+}  // namespace marathon

@@ -1,0 +1,104 @@
+// Runner: the loop of a run (docs/loop.md). State is only ever the fold of the log; every decision
+// is taken from the log, so a runner started on a killed run's log carries on where it stopped:
+//
+//   while not done:
+//     notice events others appended (goal verbs); stop on pause/clear/interrupt
+//     budgets: budget.warned near a limit, run.finished{budget} at it
+//     in-flight tools of a killed runner: re-run the idempotent ones, report the others interrupted
+//     tool calls of the last model.response not yet finished: validate, tool.started, run,
+//        tool.finished + effect events in one transaction (one call per iteration)
+//     otherwise ask the policy: compaction, model.request (unless one is pending), policy.next,
+//        model.response appended before anything acts on it; a stop without `finish` while the goal
+//        is open starts a goal turn (user.message); too many idle turns pause the goal
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/event_store.h"
+#include "context/context_config.h"
+#include "core/state.h"
+#include "loop/tool_set.h"
+#include "loop/transcript.h"
+#include "policy/policy.h"
+
+namespace marathon {
+
+// Replay: the logged result of a tool call that cannot be reproduced offline, by the model turn
+// (0-based count of model.response events before it) and the call's index in that turn. nullopt:
+// run the tool.
+struct LoggedResult {
+  ToolResult result;
+  json finished_payload;  // the original tool.finished payload (ok, output, interrupted, ...)
+};
+using LoggedResultFn =
+    std::function<std::optional<LoggedResult>(int64_t turn, size_t index, const std::string& tool)>;
+
+class ProgressSink {
+ public:
+  virtual ~ProgressSink() = default;
+  virtual void on_event(const Event& e, const State& s) = 0;
+};
+
+struct RunnerHooks {
+  std::function<bool()> interrupted;  // SIGINT seen: pause at the next step boundary
+  std::function<int64_t()> now_us;    // wall clock; default: system_clock
+  LoggedResultFn logged_result;       // replay only
+  ProgressSink* progress = nullptr;
+};
+
+enum class RunOutcome { kFinished, kPaused, kFailed };
+
+struct RunReport {
+  RunOutcome outcome = RunOutcome::kFailed;
+  std::string reason;  // run.finished / run.paused reason
+};
+
+class Runner {
+ public:
+  // `store` must hold a created run; the state is folded from it here.
+  // Prompts and compaction come from the context module, configured by the run's config.
+  Runner(EventStore& store, Policy& policy, ToolSet& tools, std::filesystem::path run_dir,
+         RunnerHooks hooks = {});
+
+  // Drives the run until it finishes, pauses (interrupt, goal paused, model unavailable) or fails.
+  RunReport run();
+
+  const State& state() const { return state_; }
+  const std::vector<Event>& events() const { return events_; }
+  double wall_s() const;  // active time including the current segment
+
+ private:
+  std::vector<Event> append(std::vector<NewEvent> batch);
+  void compact(bool overflow);
+  void observe(const Event& e);
+  void sync();
+  std::optional<RunReport> check_stops();
+  void recover_in_flight();
+  void run_call(const LoggedToolCall& call);
+  std::optional<RunReport> ask_policy();
+  std::optional<RunReport> start_goal_turn();
+  ToolContext tool_context();
+  std::string effective_tool_error(const LoggedToolCall& call, json* args);
+
+  EventStore& store_;
+  Policy& policy_;
+  ToolSet& tools_;
+  std::filesystem::path run_dir_;
+  context::ContextConfig context_config_;
+  json tools_json_;
+  RunnerHooks hooks_;
+  State state_;
+  std::vector<Event> events_;
+  Transcript transcript_;
+  bool context_retry_used_ = false;
+};
+
+// Runs one tool with its arguments already parsed and checked, catching anything it throws.
+ToolResult run_tool_safely(Tool& tool, const json& args, ToolContext& ctx);
+
+}  // namespace marathon

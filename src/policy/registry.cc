@@ -1,0 +1,63 @@
+#include "policy/registry.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "llm/llm_policy.h"
+#include "llm/provider_registry.h"
+#include "policy/replay_policy.h"
+
+namespace marathon {
+
+const std::vector<std::string>& policy_names() {
+  static const std::vector<std::string> kNames = {"llm", "search", "replay"};
+  return kNames;
+}
+
+namespace {
+
+std::string names_text() {
+  std::string s;
+  for (const std::string& n : policy_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+std::unique_ptr<Policy> make_llm(const State& state) {
+  const json& c = state.config;
+  std::string spec = c.value("model", "");
+  if (spec.empty()) {
+    throw std::invalid_argument("policy llm needs a model: --model PROVIDER:MODEL (or MARATHON_MODEL)");
+  }
+  llm::ModelSpec m = llm::parse_model_spec(spec);
+  llm::ProviderConfig pc;
+  pc.provider = m.provider;
+  pc.model = m.model;
+  pc.base_url = c.value("base_url", "");
+  pc.api_key_env = c.value("api_key_env", "");
+  const json prices = state.task.value("prices", json::object());
+  if (prices.is_object() && prices.contains(spec) && prices[spec].is_object()) {
+    pc.price = llm::Price{prices[spec].value("prompt", 0.0), prices[spec].value("completion", 0.0)};
+  }
+  return std::make_unique<LlmPolicy>(llm::make_provider(pc));
+}
+
+}  // namespace
+
+std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyOptions& o) {
+  if (name == "llm") {
+    if (!o.state) throw std::invalid_argument("policy llm needs the run's state");
+    return make_llm(*o.state);
+  }
+  if (name == "replay") {
+    if (!o.replay_events) throw std::invalid_argument("policy replay needs a logged run to replay");
+    return std::make_unique<ReplayPolicy>(*o.replay_events);
+  }
+  if (name == "search") {
+    throw std::invalid_argument("policy search is not built into this binary yet");
+  }
+  throw std::invalid_argument(
+      fmt::format("unknown policy \"{}\"; the policies are: {}", name, names_text()));
+}
+
+}  // namespace marathon

@@ -1,0 +1,163 @@
+#include "tools/tool_evaluate.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "eval/evaluator.h"
+#include "eval/result_cache.h"
+
+namespace marathon {
+
+namespace fs = std::filesystem;
+
+TaskSpec task_of_run(const State& state) {
+  std::string dir = state.config.value("task_dir", "");
+  if (dir.empty()) throw std::runtime_error("the run's config records no task_dir");
+  TaskSpec task = load_task(dir);
+  if (json(to_json(task)) != state.task) {
+    spdlog::warn("{}/task.toml changed since the run was created; evaluating with the file as it "
+                 "is now, caching under the recorded spec",
+                 dir);
+  }
+  return task;
+}
+
+namespace {
+
+std::string num(const json& v) {
+  if (v.is_number()) return fmt::format("{:.4g}", v.get<double>());
+  return v.is_null() ? "-" : v.dump();
+}
+
+std::string metrics_text(const json& m) {
+  if (!m.is_object() || m.empty()) return "";
+  std::string s;
+  int n = 0;
+  for (const auto& [k, v] : m.items()) {
+    if (++n > 10) {
+      s += ", ...";
+      break;
+    }
+    s += fmt::format("{}{}={}", s.empty() ? "" : ", ", k, v.is_number() ? num(v) : v.dump());
+  }
+  return s;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("cannot read {}", p.string()));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+std::string describe_evaluation(const json& p, const State& before) {
+  const json r = p.value("result", json::object());
+  std::string cand = p.value("candidate", "").substr(0, 12);
+  bool cached = p.value("cached", false);
+  std::string out = fmt::format(
+      "evaluation of candidate {} ({}): status {}\n", cand,
+      cached ? "served from the result cache, not re-run"
+             : fmt::format("ran in {:.1f} s", p.value("elapsed_s", 0.0)),
+      p.value("status", "ok"));
+  bool correct = r.value("correct", false);
+  json violations = r.value("violations", json::array());
+  out += fmt::format("correct: {} | {}: {}", correct ? "yes" : "NO",
+                     before.goal.metric.empty() ? "score" : before.goal.metric,
+                     num(r.value("score", json())));
+  const json m = r.value("metrics", json::object());
+  if (m.is_object() && m.contains("baseline_score")) {
+    out += fmt::format(" (baseline {})", num(m["baseline_score"]));
+  }
+  if (before.best_score) {
+    out += fmt::format(" | best before: {} ({})", num(*before.best_score),
+                       before.best_candidate.substr(0, 12));
+  }
+  out += "\n";
+  if (violations.is_array() && !violations.empty()) {
+    out += "violations (this result never counts as an improvement): " + violations.dump() + "\n";
+  }
+  std::string mt = metrics_text(m);
+  if (!mt.empty()) out += "metrics: " + mt + "\n";
+  std::string log = r.value("log", "");
+  if (log.size() > 1500) log = log.substr(0, 1500) + "\n[log cut]";
+  if (!log.empty()) out += "log: " + log;
+  return out;
+}
+
+namespace {
+
+class EvaluateTool : public Tool {
+ public:
+  std::string name() const override { return "evaluate"; }
+  std::string description() const override {
+    return "Run the task's evaluator on the current workspace: correctness on fresh inputs, the "
+           "score (the goal metric), rule violations and a short log. Give `strategy`, a few words "
+           "on what this candidate tries; it goes into the ledger. A candidate already evaluated "
+           "is answered from the result cache.";
+  }
+  json parameters() const override {
+    return {{"type", "object"},
+            {"properties", {{"strategy", {{"type", "string"}}}}},
+            {"additionalProperties", false}};
+  }
+  // Re-running on resume is free when the result was logged (cache) and correct when it was not.
+  bool idempotent() const override { return true; }
+
+  ToolResult run(const json& args, ToolContext& ctx) override {
+    ToolResult r;
+    const State& s = *ctx.state;
+    TaskSpec task = task_of_run(s);
+    std::string strategy = args.value("strategy", "");
+
+    // The candidate is what is on disk; files changed behind the log's back are logged first.
+    std::map<std::string, std::string> disk = eval::editable_files(task, ctx.workspace);
+    for (const auto& [path, sha] : disk) {
+      auto it = s.workspace.find(path);
+      if (it != s.workspace.end() && it->second == sha) continue;
+      std::string bytes = read_bytes(ctx.workspace / path);
+      ctx.put_blob(bytes);
+      r.events.push_back({ev::kWorkspaceWritten,
+                          {{"path", path}, {"sha", sha}, {"size", bytes.size()}, {"source", "sync"}}});
+    }
+    for (const auto& [path, sha] : s.workspace) {
+      if (is_editable(task, path) && !disk.count(path)) {
+        r.events.push_back(
+            {ev::kWorkspaceWritten, {{"path", path}, {"deleted", true}, {"source", "sync"}}});
+      }
+    }
+
+    std::string candidate = eval::candidate_hash(disk);
+    std::string key = eval::cache_key(s.task, candidate, eval::detect_device());
+    json p = {{"candidate", candidate}, {"cache_key", key}, {"strategy", strategy}};
+    if (std::optional<json> hit = eval::cached_result(s, key)) {
+      p["cached"] = true;
+      p["status"] = hit->value("status", "ok");
+      p["result"] = hit->value("result", json::object());
+      p["elapsed_s"] = 0.0;
+      p["gpu_s"] = 0.0;
+    } else {
+      eval::EvalOutcome o = eval::run_evaluator(task, ctx.workspace);
+      p["cached"] = false;
+      p["status"] = eval::to_string(o.status);
+      p["result"] = o.result;
+      p["elapsed_s"] = o.elapsed_s;
+      p["gpu_s"] = task.needs_gpu ? o.elapsed_s : 0.0;
+    }
+    r.output = describe_evaluation(p, s);
+    r.ok = p["status"] == "ok";
+    r.events.push_back({ev::kEvalFinished, p});
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> make_evaluate_tool() { return std::make_unique<EvaluateTool>(); }
+
+}  // namespace marathon

@@ -1,0 +1,42 @@
+#include "tools/tool_finish.h"
+
+#include <fmt/format.h>
+
+namespace marathon {
+namespace {
+
+class FinishTool : public Tool {
+ public:
+  std::string name() const override { return "finish"; }
+  std::string description() const override {
+    return "End the run. Give a summary: the best candidate, its score, what worked and what did "
+           "not. Call it only when you are done; the run stops for good.";
+  }
+  json parameters() const override {
+    return {{"type", "object"},
+            {"properties", {{"summary", {{"type", "string"}, {"minLength", 1}}}}},
+            {"required", {"summary"}},
+            {"additionalProperties", false}};
+  }
+  bool idempotent() const override { return true; }
+
+  ToolResult run(const json& args, ToolContext& ctx) override {
+    ToolResult r;
+    std::string summary = args.at("summary").get<std::string>();
+    r.finishes_run = true;
+    r.events.push_back({ev::kRunFinished, {{"reason", "finish"}, {"summary", summary}}});
+    std::string best = "no correct evaluation";
+    if (ctx.state && ctx.state->best_score) {
+      best = fmt::format("best score {:.4g} (candidate {})", *ctx.state->best_score,
+                         ctx.state->best_candidate.substr(0, 12));
+    }
+    r.output = fmt::format("run finished; {}", best);
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> make_finish_tool() { return std::make_unique<FinishTool>(); }
+
+}  // namespace marathon

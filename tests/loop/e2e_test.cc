@@ -1,0 +1,157 @@
+// End to end through the real binary and real HTTP: the scripted OpenAI-compatible server
+// (tests/fixtures) on loopback plays the model; `marathon run`, `resume` and `replay` run as child
+// processes. The script is indexed by the number of assistant messages in a request, so a request
+// repeated after a kill gets the same answer, as a deterministic model would give.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "core/event_store.h"
+#include "core/fold.h"
+#include "core/workspace_snapshot.h"
+#include "loop/replay.h"
+#include "loop_test_support.h"
+#include "scripted_llm_server.h"
+#include "tiny_script.h"
+
+namespace marathon {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Child;
+using testing::events_of_type;
+using testing::load_events;
+using testing::load_state;
+using testing::read_lines;
+using testing::read_text;
+using testing::run_binary;
+using testing::ScriptedLlmServer;
+using testing::ScriptedResponse;
+using testing::TempDir;
+
+TEST(EndToEnd, ScriptedModelOverHttpDrivesATinyRunToItsBestCandidate) {
+  TempDir dir("e2e-tiny");
+  ScriptedLlmServer server = tiny_server();
+  fs::path run = dir / "run";
+  std::map<std::string, std::string> env{{"MARATHON_EVAL_MARKER", (dir / "marker").string()}};
+  int rc = run_binary(tiny_run_args(run, server.base_url()), env, dir / "log");
+  ASSERT_EQ(rc, 0) << read_text(dir / "log");
+
+  State s = load_state(run);
+  EXPECT_TRUE(s.done);
+  EXPECT_EQ(s.finish_reason, "finish");
+  ASSERT_TRUE(s.best_score.has_value());
+  EXPECT_EQ(*s.best_score, 5);
+  EXPECT_EQ(s.best_candidate, tiny_candidate("value = 5\n"));
+  EXPECT_EQ(s.evaluations, 4);
+  EXPECT_EQ(s.evaluations_executed, 3) << "the re-evaluation after revert is a cache hit";
+  EXPECT_EQ(read_lines(dir / "marker").size(), 3u);
+  EXPECT_EQ(server.request_count(), kTinyTurns + 0);
+  EXPECT_EQ(s.used.model_calls, int64_t(kTinyTurns));
+  EXPECT_EQ(read_text(run / "workspace/solution.txt"), "value = 5\n");
+  int dead_ends = 0;
+  for (const LedgerEntry& l : s.ledger) dead_ends += l.kind == "dead_end";
+  EXPECT_EQ(dead_ends, 1);
+  // The stop without `finish` started a goal turn.
+  int goal_turns = 0;
+  for (const Event& e : events_of_type(load_events(run), "user.message")) {
+    goal_turns += e.payload["reason"] == "goal_turn";
+  }
+  EXPECT_EQ(goal_turns, 1);
+  // No API key or other secret in the log: the config records names only.
+  EXPECT_FALSE(s.config.contains("api_key"));
+}
+
+TEST(EndToEnd, ReplayReproducesTheFinalStateWithZeroModelCallsAndNoEvaluations) {
+  TempDir dir("e2e-replay");
+  ScriptedLlmServer server = tiny_server();
+  fs::path run = dir / "run", replay = dir / "replay";
+  std::map<std::string, std::string> env{{"MARATHON_EVAL_MARKER", (dir / "marker").string()}};
+  ASSERT_EQ(run_binary(tiny_run_args(run, server.base_url()), env, dir / "log"), 0)
+      << read_text(dir / "log");
+  size_t requests = server.request_count();
+  size_t executions = read_lines(dir / "marker").size();
+
+  int rc = run_binary({"replay", run.string(), "--run-dir", replay.string(), "--quiet"}, env,
+                      dir / "replay.log");
+  ASSERT_EQ(rc, 0) << read_text(dir / "replay.log");
+  EXPECT_NE(read_text(dir / "replay.log").find("matches the original"), std::string::npos);
+  EXPECT_EQ(server.request_count(), requests) << "replay made a model call";
+  EXPECT_EQ(read_lines(dir / "marker").size(), executions) << "replay ran the evaluator";
+  EXPECT_EQ(comparable_state(load_state(replay)), comparable_state(load_state(run)));
+  EXPECT_EQ(read_text(replay / "workspace/solution.txt"), "value = 5\n");
+}
+
+TEST(EndToEnd, BadToolCallsThroughTheLoopAreAnsweredAsErrorsAndNothingEscapesTheWorkspace) {
+  TempDir dir("e2e-bad");
+  ScriptedLlmServer server([](size_t, const json& request) {
+    size_t turn = ScriptedLlmServer::assistant_turns(request);
+    if (turn == 0) {
+      json calls = json::array();
+      calls.push_back({{"id", "bad_json"}, {"name", "note"}, {"arguments", "{\"kind\": \"finding\", "}});
+      calls.push_back({{"id", "unknown"}, {"name", "launch_rockets"}, {"arguments", json::object()}});
+      calls.push_back({{"id", "escape"}, {"name", "write_file"},
+                       {"arguments", {{"path", "../escaped.txt"}, {"content", "x"}}}});
+      calls.push_back({{"id", "absolute"}, {"name", "write_file"},
+                       {"arguments", {{"path", (fs::temp_directory_path() / "marathon-abs-escape").string()},
+                                      {"content", "x"}}}});
+      return testing::openai_tool_calls(calls);
+    }
+    return testing::openai_tool_calls({tc("finish", {{"summary", "done"}})});
+  });
+  fs::path run = dir / "run";
+  int rc = run_binary(tiny_run_args(run, server.base_url()), {}, dir / "log");
+  ASSERT_EQ(rc, 0) << read_text(dir / "log");
+  State s = load_state(run);
+  EXPECT_EQ(s.finish_reason, "finish");
+  std::map<std::string, json> fin;
+  for (const Event& e : events_of_type(load_events(run), ev::kToolFinished)) {
+    fin[e.payload["call_id"]] = e.payload;
+  }
+  for (const char* id : {"bad_json", "unknown", "escape", "absolute"}) {
+    ASSERT_TRUE(fin.count(id)) << id;
+    EXPECT_FALSE(fin[id]["ok"].get<bool>()) << id;
+  }
+  EXPECT_NE(fin["bad_json"]["output"].get<std::string>().find("not valid JSON"), std::string::npos);
+  EXPECT_NE(fin["unknown"]["output"].get<std::string>().find("unknown tool"), std::string::npos);
+  EXPECT_FALSE(fs::exists(run / "escaped.txt"));
+  EXPECT_FALSE(fs::exists(fs::temp_directory_path() / "marathon-abs-escape"));
+  // The model got each error as the result of its call in the next request.
+  std::vector<testing::RecordedRequest> reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  int tool_msgs = 0;
+  for (const json& m : reqs[1].body["messages"]) tool_msgs += m["role"] == "tool";
+  EXPECT_EQ(tool_msgs, 4);
+}
+
+TEST(EndToEnd, SigintPausesTheRunCleanlyAndResumeFinishesIt) {
+  TempDir dir("e2e-sigint");
+  // A slow "model": every reply waits, so the SIGINT lands mid-run.
+  ScriptedLlmServer server([](size_t, const json& request) {
+    ScriptedResponse r = tiny_script(ScriptedLlmServer::assistant_turns(request));
+    r.delay_s = 0.3;
+    return r;
+  });
+  fs::path run = dir / "run";
+  std::vector<std::string> argv{MARATHON_BINARY};
+  for (const std::string& a : tiny_run_args(run, server.base_url())) argv.push_back(a);
+  Child child(argv, {}, dir / "log");
+  while (server.request_count() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  child.signal(SIGINT);
+  std::optional<int> rc = child.wait_for(60);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 0) << read_text(dir / "log");
+  State paused = load_state(run);
+  EXPECT_TRUE(paused.paused);
+  EXPECT_FALSE(paused.done);
+  EXPECT_TRUE(paused.in_flight.empty());
+  EXPECT_EQ(events_of_type(load_events(run), ev::kRunPaused).back().payload["reason"], "interrupted");
+
+  ASSERT_EQ(run_binary({"resume", run.string(), "--quiet"}, {}, dir / "log"), 0) << read_text(dir / "log");
+  State s = load_state(run);
+  EXPECT_TRUE(s.done);
+  EXPECT_EQ(*s.best_score, 5);
+}
+
+}  // namespace
+}  // namespace marathon

@@ -1,0 +1,285 @@
+// The loop in-process, with a deterministic scripted policy and the tiny task: budgets, goal turns
+// and auto-pause, interrupts, goal verbs from another writer, bad tool calls, and the resume paths
+// (a tool in flight, a model request in flight).
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "core/fold.h"
+#include "goal/task_spec.h"
+#include "loop/run_setup.h"
+#include "loop/run_tools.h"
+#include "loop/runner.h"
+#include "loop_test_support.h"
+
+namespace marathon {
+namespace {
+
+using testing::events_of_type;
+using testing::TempDir;
+
+json call(const std::string& id, const std::string& name, const std::string& args) {
+  return {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args}}}};
+}
+
+PolicyReply reply_with(json calls, const std::string& text = "") {
+  PolicyReply r;
+  r.message = {{"role", "assistant"}, {"content", text}};
+  if (!calls.empty()) r.message["tool_calls"] = std::move(calls);
+  r.prompt_tokens = 100;
+  r.completion_tokens = 10;
+  r.provider = "test";
+  r.model = "scripted";
+  return r;
+}
+
+// Answers request n with script(n); counts its calls.
+class ScriptedPolicy : public Policy {
+ public:
+  explicit ScriptedPolicy(std::function<PolicyReply(int)> script) : script_(std::move(script)) {}
+  std::string name() const override { return "scripted"; }
+  PolicyReply next(const PolicyRequest& req) override {
+    last_messages = req.messages;
+    return script_(calls++);
+  }
+  int calls = 0;
+  json last_messages;
+
+ private:
+  std::function<PolicyReply(int)> script_;
+};
+
+// A tool with an effect outside the log, so it is not idempotent.
+class CountingTool : public Tool {
+ public:
+  explicit CountingTool(int* runs) : runs_(runs) {}
+  std::string name() const override { return "side_effect"; }
+  std::string description() const override { return "counts its runs"; }
+  json parameters() const override { return {{"type", "object"}}; }
+  ToolResult run(const json&, ToolContext&) override {
+    ++*runs_;
+    return ToolResult{true, "done", "", {}, false, 0};
+  }
+
+ private:
+  int* runs_;
+};
+
+struct Fixture {
+  TempDir dir{"runner"};
+  std::unique_ptr<EventStore> store;
+  ToolSet tools = make_run_tools();
+  std::filesystem::path run_dir;
+
+  explicit Fixture(std::function<void(NewRunOptions&)> adjust = {}) {
+    NewRunOptions o;
+    o.run_dir = dir / "run";
+    o.policy = "llm";
+    o.model = "test:scripted";
+    if (adjust) adjust(o);
+    run_dir = o.run_dir;
+    store = create_run(load_task(testing::tiny_task()), o);
+  }
+  std::vector<Event> events() { return store->read(); }
+};
+
+TEST(Runner, StopsCleanlyWhenTheToolCallBudgetIsUsedUpAndWarnsBefore) {
+  Fixture f([](NewRunOptions& o) { o.max_tool_calls = 10; });
+  ScriptedPolicy policy([](int n) {
+    return reply_with({call("c" + std::to_string(n), "note",
+                            R"({"kind": "finding", "text": "step )" + std::to_string(n) + "\"}")});
+  });
+  Runner runner(*f.store, policy, f.tools, f.run_dir);
+  RunReport report = runner.run();
+  EXPECT_EQ(report.outcome, RunOutcome::kFinished);
+  EXPECT_EQ(report.reason, "budget");
+  State s = fold(f.events());
+  EXPECT_EQ(s.used.tool_calls, 10);
+  EXPECT_TRUE(s.done);
+  auto warned = events_of_type(f.events(), ev::kBudgetWarned);
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_EQ(warned[0].payload["which"], "tool_calls");
+  // The model was told, in a user message, before the stop.
+  bool told = false;
+  for (const json& m : policy.last_messages) {
+    told = told || (m["role"] == "user" && m["content"].get<std::string>().find("Budget note") !=
+                                               std::string::npos);
+  }
+  EXPECT_TRUE(told);
+}
+
+TEST(Runner, StartsGoalTurnsWhenThePolicyStopsAndPausesTheGoalAfterTurnsWithoutProgress) {
+  Fixture f([](NewRunOptions& o) { o.goal_auto_pause_turns = 3; });
+  ScriptedPolicy policy([](int) { return reply_with(json::array(), "I am done thinking."); });
+  Runner runner(*f.store, policy, f.tools, f.run_dir);
+  RunReport report = runner.run();
+  EXPECT_EQ(report.outcome, RunOutcome::kPaused);
+  EXPECT_EQ(report.reason, "goal_auto_paused");
+  EXPECT_EQ(policy.calls, 3);  // turn 1, then two goal turns; the third stop pauses the goal
+  std::vector<Event> events = f.events();
+  int goal_turns = 0;
+  for (const Event& e : events_of_type(events, "user.message")) {
+    goal_turns += e.payload["reason"] == "goal_turn";
+  }
+  EXPECT_EQ(goal_turns, 2);
+  auto changed = events_of_type(events, ev::kGoalChanged);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].payload["verb"], "auto_pause");
+  State s = fold(events);
+  EXPECT_EQ(s.goal.status, "paused");
+  EXPECT_TRUE(s.paused);
+  EXPECT_FALSE(s.done);
+}
+
+TEST(Runner, MalformedToolCallsBecomeErrorMessagesForTheModelNotCrashes) {
+  Fixture f;
+  ScriptedPolicy policy([](int n) {
+    if (n == 0) {
+      return reply_with({call("a", "note", "{not json"), call("b", "frobnicate", "{}"),
+                         call("c", "note", R"({"kind": "rumour", "text": "x"})"),
+                         call("d", "note", R"({"text": "missing kind"})")});
+    }
+    return reply_with({call("z", "finish", R"({"summary": "done"})")});
+  });
+  Runner runner(*f.store, policy, f.tools, f.run_dir);
+  RunReport report = runner.run();
+  EXPECT_EQ(report.reason, "finish");
+  std::map<std::string, std::string> out;
+  for (const Event& e : events_of_type(f.events(), ev::kToolFinished)) {
+    out[e.payload["call_id"]] = e.payload["output"];
+    if (e.payload["call_id"] != "z") EXPECT_FALSE(e.payload["ok"].get<bool>());
+  }
+  EXPECT_NE(out["a"].find("not valid JSON"), std::string::npos) << out["a"];
+  EXPECT_NE(out["b"].find("unknown tool \"frobnicate\""), std::string::npos) << out["b"];
+  EXPECT_NE(out["b"].find("evaluate"), std::string::npos) << "lists the valid tools: " << out["b"];
+  EXPECT_NE(out["c"].find("must be one of"), std::string::npos) << out["c"];
+  EXPECT_NE(out["d"].find("missing required field \"kind\""), std::string::npos) << out["d"];
+  // The second request carried every error back to the model, answering each call id.
+  int answered = 0;
+  for (const json& m : policy.last_messages) {
+    if (m["role"] == "tool") ++answered;
+  }
+  EXPECT_EQ(answered, 4);
+}
+
+TEST(Runner, InterruptPausesAtTheNextStepBoundary) {
+  Fixture f;
+  ScriptedPolicy policy([](int n) {
+    return reply_with({call("c" + std::to_string(n), "note", R"({"kind": "finding", "text": "x"})")});
+  });
+  RunnerHooks hooks;
+  hooks.interrupted = [&] { return policy.calls >= 2; };
+  Runner runner(*f.store, policy, f.tools, f.run_dir, hooks);
+  RunReport report = runner.run();
+  EXPECT_EQ(report.outcome, RunOutcome::kPaused);
+  EXPECT_EQ(report.reason, "interrupted");
+  State s = fold(f.events());
+  EXPECT_TRUE(s.paused);
+  EXPECT_TRUE(s.in_flight.empty()) << "the action in progress is finished before pausing";
+  EXPECT_EQ(s.used.tool_calls, 2);
+}
+
+TEST(Runner, NoticesAGoalPauseAppendedByAnotherWriterAtItsNextStep) {
+  Fixture f;
+  std::unique_ptr<EventStore> other;
+  ScriptedPolicy policy([&](int n) {
+    if (n == 1) {  // `marathon goal pause` from another process, while the run goes
+      other = EventStore::open((f.run_dir / "events.db").string(), EventStore::Mode::kOpen);
+      other->append({ev::kGoalChanged, {{"verb", "pause"}, {"status", "paused"}}});
+    }
+    return reply_with({call("c" + std::to_string(n), "note", R"({"kind": "finding", "text": "x"})")});
+  });
+  Runner runner(*f.store, policy, f.tools, f.run_dir);
+  RunReport report = runner.run();
+  EXPECT_EQ(report.reason, "goal_paused");
+  EXPECT_EQ(policy.calls, 2);
+}
+
+TEST(Runner, ResumeReportsAnInFlightNonIdempotentToolAsInterruptedWithoutRerunningIt) {
+  Fixture f;
+  int runs = 0;
+  f.tools.add(std::make_unique<CountingTool>(&runs));
+  // What a killed runner left: the response and tool.started, no tool.finished.
+  f.store->append({ev::kModelRequest, {{"turn", 1}}});
+  f.store->append({ev::kModelResponse,
+                   {{"message",
+                     {{"role", "assistant"},
+                      {"content", ""},
+                      {"tool_calls", {{{"id", "k1"}, {"name", "side_effect"}, {"arguments", "{}"}}}}}},
+                    {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}});
+  f.store->append({ev::kToolStarted, {{"call_id", "k1"}, {"name", "side_effect"}, {"arguments", json::object()}}});
+  ScriptedPolicy policy([](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
+  Runner runner(*f.store, policy, f.tools, f.run_dir);
+  runner.run();
+  EXPECT_EQ(runs, 0);
+  auto finished = events_of_type(f.events(), ev::kToolFinished);
+  ASSERT_GE(finished.size(), 1u);
+  EXPECT_EQ(finished[0].payload["call_id"], "k1");
+  EXPECT_TRUE(finished[0].payload.value("interrupted", false));
+  EXPECT_NE(finished[0].payload["output"].get<std::string>().find("interrupted"), std::string::npos);
+  EXPECT_EQ(policy.calls, 1);
+}
+
+TEST(Runner, ResumeContinuesTheUnfinishedCallsOfALoggedResponseWithoutAskingTheModel) {
+  Fixture f;
+  f.store->append({ev::kModelRequest, {{"turn", 1}}});
+  f.store->append(
+      {ev::kModelResponse,
+       {{"message",
+         {{"role", "assistant"},
+          {"content", ""},
+          {"tool_calls",
+           {{{"id", "n1"}, {"name", "note"}, {"arguments", R"({"kind":"finding","text":"a"})"}},
+            {{"id", "n2"}, {"name", "note"}, {"arguments", R"({"kind":"finding","text":"b"})"}}}}}},
+        {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}});
+  // n1 finished before the kill; n2 never started.
+  f.store->append({ev::kToolStarted, {{"call_id", "n1"}, {"name", "note"}, {"arguments", json::object()}}});
+  f.store->append({ev::kToolFinished, {{"call_id", "n1"}, {"name", "note"}, {"ok", true}, {"output", "noted"}}});
+  f.store->append({ev::kLedgerNoted, {{"kind", "finding"}, {"text", "a"}}});
+  ScriptedPolicy policy([](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
+  Runner runner(*f.store, policy, f.tools, f.run_dir);
+  runner.run();
+  EXPECT_EQ(policy.calls, 1) << "only the request after n2; the logged response is not re-asked";
+  State s = fold(f.events());
+  ASSERT_EQ(s.ledger.size(), 2u);
+  EXPECT_EQ(s.ledger[1].text, "b");
+}
+
+TEST(Runner, AModelRequestInFlightAtAKillIsSentAgainButNotLoggedTwice) {
+  Fixture f;
+  f.store->append({ev::kModelRequest, {{"turn", 1}}});  // the kill hit during the HTTP call
+  ScriptedPolicy policy([](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
+  Runner runner(*f.store, policy, f.tools, f.run_dir);
+  runner.run();
+  EXPECT_EQ(policy.calls, 1);
+  EXPECT_EQ(events_of_type(f.events(), ev::kModelRequest).size(), 1u);
+  EXPECT_EQ(fold(f.events()).turns, 1);
+}
+
+TEST(Runner, AnEvaluatorThatHangsIsKilledAtTheTimeoutAndTheRunGoesOn) {
+  Fixture f;
+  ScriptedPolicy policy([](int n) {
+    if (n == 0) {
+      return reply_with({call("e", "evaluate", R"({"strategy": "hang"})")});
+    }
+    return reply_with({call("f", "finish", R"({"summary": "ok"})")});
+  });
+  // The tiny evaluator hangs on a line `hang`: write it straight into the workspace, as `run` could.
+  {
+    std::ofstream out(f.run_dir / "workspace/solution.txt");
+    out << "hang\n";
+  }
+  RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  EXPECT_EQ(report.reason, "finish");
+  auto evals = events_of_type(f.events(), ev::kEvalFinished);
+  ASSERT_EQ(evals.size(), 1u);
+  EXPECT_EQ(evals[0].payload["status"], "timeout");
+  EXPECT_FALSE(evals[0].payload["result"]["correct"].get<bool>());
+  // The changed file was logged before the evaluation (the candidate is what was evaluated).
+  State s = fold(f.events());
+  EXPECT_EQ(s.candidates.size(), 1u);
+  EXPECT_FALSE(s.best_score.has_value());
+}
+
+}  // namespace
+}  // namespace marathon
