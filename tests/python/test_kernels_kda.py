@@ -1,0 +1,128 @@
+"""kernels/kda through Triton's interpreter (TRITON_INTERPRET=1) on small shapes, against the float32
+recurrence. Error measure as in FLA's tests: RMS-relative ||o - ref|| / ||ref|| <= 5e-3."""
+
+import importlib.util
+import os
+import pathlib
+
+import pytest
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TOL = 5e-3
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available(),
+    reason="needs TRITON_INTERPRET=1 (CPU) or a CUDA GPU",
+)
+
+
+def _load(name, rel):
+    spec = importlib.util.spec_from_file_location(name, ROOT / rel)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+kda_kernel = _load("kda_kernel", "kernels/kda/kernel.py")
+kda_ref = _load("kda_reference", "kernels/kda/reference.py")
+DEV = "cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
+
+
+def _inputs(B, T, H, K, V, seed, g_scale=0.1):
+    """The task's distribution: unit-norm keys, g = -g_scale * softplus(N(0, 1))."""
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, T, H, K, generator=gen).bfloat16()
+    k = torch.nn.functional.normalize(torch.randn(B, T, H, K, generator=gen), dim=-1).bfloat16()
+    v = torch.randn(B, T, H, V, generator=gen).bfloat16()
+    g = -torch.nn.functional.softplus(torch.randn(B, T, H, K, generator=gen)) * g_scale
+    beta = torch.rand(B, T, H, generator=gen).sigmoid().bfloat16()
+    return [x.to(DEV) for x in (q, k, v, g, beta)]
+
+
+def _rel(a, b):
+    a, b = a.double().cpu(), b.double().cpu()
+    return ((a - b).norm() / b.norm()).item()
+
+
+def _reference(q, k, v, g, beta, scale, h0):
+    cpu = [x.cpu().double() for x in (q, k, v, g, beta)]
+    return kda_ref.kda_reference(
+        *cpu,
+        scale=scale,
+        initial_state=None if h0 is None else h0.cpu().double(),
+        output_final_state=True,
+    )
+
+
+@pytest.mark.parametrize(
+    "B,T,H,K,V,with_h0",
+    [
+        (1, 64, 1, 32, 32, False),  # exactly one chunk
+        (1, 100, 2, 32, 32, True),  # ragged last chunk, initial state
+        (2, 37, 1, 16, 32, True),  # shorter than one chunk, B > 1
+        (1, 130, 1, 64, 64, False),  # three chunks, the last with 2 rows
+    ],
+)
+def test_kda_matches_recurrence_within_tolerance(B, T, H, K, V, with_h0):
+    q, k, v, g, beta = _inputs(B, T, H, K, V, seed=T * 7 + H)
+    scale = K**-0.5
+    h0 = torch.randn(B, H, K, V).to(DEV) if with_h0 else None
+    o, hT = kda_kernel.kda_fwd(q, k, v, g, beta, scale, initial_state=h0, output_final_state=True)
+    ro, rh = _reference(q, k, v, g, beta, scale, h0)
+    assert o.shape == (B, T, H, V) and o.dtype == torch.bfloat16
+    assert hT.shape == (B, H, K, V) and hT.dtype == torch.float32
+    assert torch.isfinite(o).all() and torch.isfinite(hT).all()
+    assert _rel(o, ro) <= TOL, f"output RMS-relative error {_rel(o, ro):.2e}"
+    assert _rel(hT, rh) <= TOL, f"final-state RMS-relative error {_rel(hT, rh):.2e}"
+
+
+def test_kda_without_final_state_returns_none_and_same_output():
+    q, k, v, g, beta = _inputs(1, 70, 1, 16, 16, seed=3)
+    o1, h1 = kda_kernel.kda_fwd(q, k, v, g, beta, 0.25)
+    o2, h2 = kda_kernel.kda_fwd(q, k, v, g, beta, 0.25, output_final_state=True)
+    assert h1 is None and h2 is not None
+    assert torch.equal(o1, o2)
+
+
+def test_kda_scale_argument_is_used():
+    q, k, v, g, beta = _inputs(1, 40, 1, 16, 16, seed=5)
+    o, _ = kda_kernel.kda_fwd(q, k, v, g, beta, 0.5)
+    ro, _ = _reference(q, k, v, g, beta, 0.5, None)
+    assert _rel(o, ro) <= TOL
+    o_default, _ = kda_kernel.kda_fwd(q, k, v, g, beta, None)  # scale None means K**-0.5
+    ro_default, _ = _reference(q, k, v, g, beta, 16**-0.5, None)
+    assert _rel(o_default, ro_default) <= TOL
+
+
+def test_kda_strong_decay_stays_finite_and_accurate():
+    """g down to about -5 per step (FLA's safe-gate bound): exp(-G) over a chunk would overflow
+    float32 without the sub-chunk re-centring."""
+    q, k, v, g, beta = _inputs(1, 128, 1, 32, 32, seed=11, g_scale=2.0)
+    g = g.clamp(min=-5.0)
+    o, hT = kda_kernel.kda_fwd(q, k, v, g, beta, 32**-0.5, output_final_state=True)
+    ro, rh = _reference(q, k, v, g, beta, 32**-0.5, None)
+    assert torch.isfinite(o).all()
+    assert _rel(o, ro) <= TOL
+    assert _rel(hT, rh) <= TOL
+
+
+def test_kda_chained_calls_equal_one_long_call():
+    """Splitting a sequence at a chunk boundary and passing the final state on gives the same
+    output as one call (the state hand-over is exact up to rounding)."""
+    q, k, v, g, beta = _inputs(1, 128, 1, 16, 16, seed=13)
+    o, hT = kda_kernel.kda_fwd(q, k, v, g, beta, 0.25, output_final_state=True)
+    first = [x[:, :64] for x in (q, k, v, g, beta)]
+    second = [x[:, 64:] for x in (q, k, v, g, beta)]
+    o1, h1 = kda_kernel.kda_fwd(*first, 0.25, output_final_state=True)
+    o2, h2 = kda_kernel.kda_fwd(*second, 0.25, initial_state=h1, output_final_state=True)
+    assert _rel(torch.cat([o1, o2], dim=1), o) <= 1e-2 * TOL
+    assert _rel(h2, hT) <= 1e-2 * TOL
+
+
+def test_kda_rejects_bad_shapes_with_a_clear_error():
+    q, k, v, g, beta = _inputs(1, 16, 1, 16, 16, seed=1)
+    with pytest.raises(ValueError, match="beta"):
+        kda_kernel.kda_fwd(q, k, v, g, beta[..., None], 0.25)
+    with pytest.raises(ValueError, match="power of two"):
+        kda_kernel.kda_fwd(q[..., :12], k[..., :12], v, g[..., :12], beta, 0.25)
