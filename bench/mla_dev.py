@@ -274,6 +274,22 @@ def warm_compile(dec, pre):
     torch.cuda.synchronize()
 
 
+def profile_calls(dec, pre, skip):
+    """One decode call per config (Sq 1 and 4) and one prefill call per config, for ncu to read."""
+    if "decode" not in skip:
+        for cfg in dec:
+            for sq in (1, 4):
+                q = torch.randn(B, sq, H, D, device=DEV).to(torch.bfloat16)
+                kv = torch.randn(B, SKV, D, device=DEV).to(torch.bfloat16)
+                K.decode_with_config(q, kv, SCALES[0], DV, cfg)
+    if "prefill" not in skip:
+        for cfg in pre:
+            q = torch.randn(B, SKV, H, D, device=DEV).to(torch.bfloat16)
+            kv = torch.randn(B, SKV, D, device=DEV).to(torch.bfloat16)
+            K.prefill_with_config(q, kv, SCALES[0], DV, cfg)
+    torch.cuda.synchronize()
+
+
 def precompile(dec, pre, skip):
     """Compiles every config in parallel processes (one each) so the timed process starts warm."""
     import subprocess
@@ -296,11 +312,15 @@ def main():
     ap.add_argument("--prefill-configs", default=None)
     ap.add_argument("--skip", default="", help="comma list: decode,prefill")
     ap.add_argument("--warm-only", action="store_true", help="compile one config (internal)")
+    ap.add_argument("--profile", action="store_true", help="one call per config, for ncu")
     args = ap.parse_args()
     dec = json.loads(args.decode_configs) if args.decode_configs else DECODE_CONFIGS
     pre = json.loads(args.prefill_configs) if args.prefill_configs else PREFILL_CONFIGS
     if args.warm_only:
         warm_compile(dec, pre)
+        return
+    if args.profile:
+        profile_calls(dec, pre, args.skip)
         return
     precompile(dec, pre, args.skip)
     log(torch.cuda.get_device_name(), torch.__version__, "triton", K.triton.__version__)

@@ -37,7 +37,7 @@ LOG2E = 1.4426950408889634
 
 # Tunable knobs. num_splits = 0 means "choose from the SM count".
 DECODE_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 8, "num_stages": 2, "num_splits": 0}
-PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 256, "num_warps": 4, "num_stages": 2}
+PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2}
 MERGE_BLOCK_DV = 128
 NUM_SMS_FALLBACK = 132
 
