@@ -97,7 +97,7 @@ class Child:
         except BaseException as e:  # noqa: BLE001 - any failure of the candidate is a result
             tb = traceback.format_exc(limit=6)
             self.after_call()
-            if is_cuda_fault(e):
+            if self.gpu and is_cuda_fault(e):
                 self.stop("cuda_fault", f"{shape_name}: CUDA fault: {str(e).strip()[:400]}")
             self.stop("candidate_error", f"{shape_name}: the candidate raised {type(e).__name__}: {str(e)[:300]}\n{tb[-1500:]}")
         self.after_call()
@@ -160,6 +160,10 @@ class Child:
         if not callable(self.fn):
             self.stop("candidate_error", f"kernel.py does not define {ref.ENTRY}()")
 
+        if req.get("mode") == "profile":
+            self.profile_mode()
+            return
+
         # 2. correctness on every shape, fresh seeded inputs, poisoned outputs
         self.phase("correctness")
         shapes = ref.shapes(self.gpu)
@@ -191,11 +195,11 @@ class Child:
             if problems:
                 detail["problems"] = problems
                 self.log(f"{name}: " + "; ".join(problems))
-            if not launches and not self.gpu:
-                self.violate("no_own_kernel", f"{name}: no Triton kernel of the candidate's was launched")
-            elif profiled:
+            if profiled:
                 for v in kernel_rules.check(kernels, ops, launches, self.cand_dir, main_stream=None):
                     self.violate(v.rule, f"{name}: {v.reason}")
+            elif not launches and not self.gpu:
+                self.violate("no_own_kernel", f"{name}: no kernel of the candidate's own (Triton) ran during the call")
             else:
                 for v in kernel_rules.check([], [], launches, self.cand_dir, main_stream=None):
                     if v.rule == "foreign_kernel":
@@ -222,6 +226,45 @@ class Child:
             self.phase("done")
             return
         self.timing(shapes, seed)
+        self.res["status"] = "ok"
+        self.phase("done")
+
+    def profile_mode(self):
+        """One call of one shape inside a CUDA profiler range (Nsight Compute attaches to it)."""
+        torch = self.torch
+        from . import ceilings
+
+        self.phase("profile")
+        if not self.gpu:
+            self.stop("candidate_error", "profiling needs a GPU")
+        ref = self.ref
+        shapes = ref.shapes(True)
+        want = self.req.get("shape")
+        pick = [s for s in shapes if s["name"] == want] if want else [s for s in shapes if s.get("headline")]
+        if not pick:
+            self.stop("candidate_error", f"no shape named {want!r}; shapes: {[s['name'] for s in shapes]}")
+        shape = pick[0]
+        self.poisoning = False
+        torch.use_deterministic_algorithms(False)
+        ceil = ceilings.get()
+        self.res["ceilings"] = {k: ceil[k] for k in ("copy_TBps", "bf16_TFLOPs")}
+        inp = ref.make_inputs(shape, int(self.req["seed"]), self.device)
+        for _ in range(2):
+            self.call_candidate(inp, shape["name"])
+        torch.cuda.synchronize()
+        if self.req.get("ncu", True):
+            torch.cuda.profiler.start()
+            self.call_candidate(inp, shape["name"])
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+        else:
+            _, kernels, _ = self.profiled(lambda: self.call_candidate(inp, shape["name"]))
+            agg = {}
+            for k in kernels[1:]:
+                agg[k.name] = agg.get(k.name, 0.0) + k.dur_us
+            self.res["kernel_lines"] = [f"{n[:60]}: {t:.1f} us" for n, t in sorted(agg.items(), key=lambda x: -x[1])]
+        self.res["shape"] = shape["name"]
+        self.res["flops"] = ref.floor(shape)["flops"]
         self.res["status"] = "ok"
         self.phase("done")
 
