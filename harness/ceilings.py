@@ -25,7 +25,7 @@ def _key(name: str, torch_version: str) -> str:
 def measure(device="cuda") -> dict:
     import torch
 
-    from .timing import _Event, _elapsed, _record, _synchronize
+    from .timing import _elapsed, _Event, _record, _synchronize
 
     def bench(fn, reps):
         for _ in range(3):
@@ -39,18 +39,20 @@ def measure(device="cuda") -> dict:
         _synchronize()
         return _elapsed(a, b) / reps
 
-    n = 1 << 30
-    x = torch.empty(n, dtype=torch.uint8, device=device).random_(0, 255)
-    y = torch.empty_like(x)
-    t = bench(lambda: y.copy_(x), 20)
-    copy_tbps = 2 * n / (t * 1e-3) / 1e12
-    del x, y
-    m = 8192
-    a = torch.randn(m, m, device=device, dtype=torch.bfloat16)
-    b = torch.randn_like(a)
-    t = bench(lambda: a @ b, 10)
-    tflops = 2 * m**3 / (t * 1e-3) / 1e12
-    del a, b
+    def copy_rate():
+        n = 1 << 30
+        x = torch.empty(n, dtype=torch.uint8, device=device).random_(0, 255)
+        y = torch.empty_like(x)
+        return 2 * n / (bench(lambda: y.copy_(x), 20) * 1e-3) / 1e12
+
+    def matmul_rate():
+        m = 8192
+        a = torch.randn(m, m, device=device, dtype=torch.bfloat16)
+        b = torch.randn_like(a)
+        return 2 * m**3 / (bench(lambda: a @ b, 10) * 1e-3) / 1e12
+
+    copy_tbps = copy_rate()
+    tflops = matmul_rate()
     torch.cuda.empty_cache()
     return {"copy_TBps": copy_tbps, "bf16_TFLOPs": tflops}
 

@@ -99,7 +99,10 @@ class Child:
             self.after_call()
             if self.gpu and is_cuda_fault(e):
                 self.stop("cuda_fault", f"{shape_name}: CUDA fault: {str(e).strip()[:400]}")
-            self.stop("candidate_error", f"{shape_name}: the candidate raised {type(e).__name__}: {str(e)[:300]}\n{tb[-1500:]}")
+            self.stop(
+                "candidate_error",
+                f"{shape_name}: the candidate raised {type(e).__name__}: {str(e)[:300]}\n{tb[-1500:]}",
+            )
         self.after_call()
         return outs
 
@@ -210,13 +213,15 @@ class Child:
                 detail["ok"] = ok
             all_ok = all_ok and ok
             self.res["details"].append(detail)
-            del inp, outs
+            inp = outs = None  # free before the next shape
             self.write()
         self.res["correct"] = all_ok
 
         # 3. timing, kernel rules and the floor (GPU only)
         if not self.gpu:
-            self.res["timing"] = "skipped: timing needs a GPU (correctness ran through Triton's interpreter on small shapes)"
+            self.res["timing"] = (
+                "skipped: timing needs a GPU (correctness ran through Triton's interpreter on small shapes)"
+            )
             self.res["status"] = "ok"
             self.phase("done")
             return
@@ -282,11 +287,13 @@ class Child:
         detail["rel_err_second_call"] = errs
         if problems:
             self.log(f"{shape['name']} (second call, new inputs): " + "; ".join(problems))
-        for i, (a, b, k) in enumerate(zip(outs_a, outs_b, keep)):
+        for a, b, k in zip(outs_a, outs_b, keep):
             if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
                 continue
             if a.numel() and b.numel() and a.data_ptr() == b.data_ptr():
-                self.violate("output_reused", "the second call returned the same output buffer as the first (cached result)")
+                self.violate(
+                    "output_reused", "the second call returned the same output buffer as the first (cached result)"
+                )
             same_nan = torch.isnan(a) & torch.isnan(k) if a.is_floating_point() else None
             differs = (a != k) if same_nan is None else ((a != k) & ~same_nan)
             if bool(differs.any()):
@@ -355,6 +362,8 @@ class Child:
             for bname in score_against:
                 if bname in baselines and ref.baseline_valid(bname, sets[0]):
                     try:
+                        ref.call(baselines[bname], sets[0])  # first call: compile / autotune, not profiled
+                        torch.cuda.synchronize()
                         _, bk, _ = self.profiled(lambda bname=bname: ref.call(baselines[bname], sets[0]))
                         base_kernels |= {k.name for k in bk}
                     except Exception:  # noqa: BLE001
@@ -386,8 +395,12 @@ class Child:
                 try:
                     b = timing.measure(lambda a, bfn=bfn: ref.call(bfn, a), sets, flusher)
                     detail["baselines_ms"][bname] = b["ms"]
+                    if b["mode"] != "graph":
+                        self.log(f"{name}: baseline {bname}: {b['note']}")
                 except Exception as e:  # noqa: BLE001
+                    torch.cuda.synchronize()
                     self.log(f"{name}: baseline {bname} failed: {type(e).__name__}: {str(e)[:160]}")
+            self.guard.hide()  # the baseline's lazy imports must not stay visible to the candidate
             if getattr(ref, "TIME_REFERENCE", False):
                 r = timing.measure(lambda a: ref.reference(a), sets, flusher)
                 detail["reference_ms"] = r["ms"]
@@ -403,7 +416,7 @@ class Child:
                 speedups.append(detail["speedup"])
                 if shape.get("headline"):
                     self.res["headline"] = name
-            del sets
+            sets = None
             torch.cuda.empty_cache()
             self.write()
         if speedups and len(speedups) == sum(1 for s in shapes if s.get("timed")):

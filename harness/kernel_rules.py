@@ -68,7 +68,12 @@ def parse_chrome_trace(trace: dict) -> tuple[list[Kernel], list[str]]:
         if cat in ("kernel", "gpu_memcpy", "gpu_memset"):
             args = ev.get("args", {}) or {}
             kernels.append(
-                Kernel(str(ev.get("name", "")), int(args.get("stream", -1)), float(ev.get("dur", 0.0)), float(ev.get("ts", 0.0)))
+                Kernel(
+                    str(ev.get("name", "")),
+                    int(args.get("stream", -1)),
+                    float(ev.get("dur", 0.0)),
+                    float(ev.get("ts", 0.0)),
+                )
             )
         elif cat == "cpu_op":
             ops.append(str(ev.get("name", "")))
@@ -100,11 +105,16 @@ def check(
     own_triton = {t.name for t in triton_launches if t.file.startswith(candidate_dir)}
     foreign = sorted({f"{t.name} ({t.file})" for t in triton_launches if not t.file.startswith(candidate_dir)})
     if foreign:
-        out.append(Violation("foreign_kernel", "Triton kernels not defined in the candidate ran: " + ", ".join(foreign[:5])))
+        out.append(
+            Violation("foreign_kernel", "Triton kernels not defined in the candidate ran: " + ", ".join(foreign[:5]))
+        )
     compute_ops = sorted({op for op in cpu_ops if ATEN_COMPUTE_OPS.match(op)})
     if compute_ops:
         out.append(
-            Violation("library_compute", "PyTorch operators did the compute: " + ", ".join(compute_ops[:8]) + " (write your own kernels)")
+            Violation(
+                "library_compute",
+                "PyTorch operators did the compute: " + ", ".join(compute_ops[:8]) + " (write your own kernels)",
+            )
         )
     kernels = [k for k in kernels if k.name not in marker_names]
     vendor = sorted({k.name for k in kernels if classify(k.name, own_triton) == "vendor"})

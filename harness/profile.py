@@ -144,7 +144,10 @@ def summarize(rows: list[dict], ceil: dict | None, flops: float = 0.0) -> dict:
     if flops and total_ns and ceil:
         rate = flops / total_ns / 1e3  # TFLOP/s
         summary["tflops"] = rate
-        lines.insert(0, f"all kernels {total_ns / 1e3:.1f} us; {rate:.1f} TFLOP/s ({100 * rate / ceil['bf16_TFLOPs']:.0f}% of measured bf16 matmul)")
+        lines.insert(
+            0,
+            f"all kernels {total_ns / 1e3:.1f} us; {rate:.1f} TFLOP/s ({100 * rate / ceil['bf16_TFLOPs']:.0f}% of measured bf16 matmul)",
+        )
     elif total_ns:
         lines.insert(0, f"all kernels {total_ns / 1e3:.1f} us")
     return summary
@@ -159,7 +162,9 @@ def _gpu_present() -> bool:
 def profile(task: Task, candidate_dir: Path, shape: str | None = None, timeout_s: float = 300) -> dict:
     res = {"schema_version": 1, "task": task.name, "ok": False, "lines": [], "log": ""}
     if not _gpu_present():
-        res["log"] = "profiling needs a GPU: no NVIDIA GPU on this machine (correctness runs on a CPU; timing and profiling do not)"
+        res["log"] = (
+            "profiling needs a GPU: no NVIDIA GPU on this machine (correctness runs on a CPU; timing and profiling do not)"
+        )
         return res
     viols = check_dir(candidate_dir, task.banned)
     if viols:
@@ -184,12 +189,25 @@ def profile(task: Task, candidate_dir: Path, shape: str | None = None, timeout_s
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         cmd = [sys.executable, "-m", "harness.child"]
         if ncu:
-            cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all", "--csv", "--page", "raw"]
+            cmd = [
+                ncu,
+                "--clock-control",
+                "none",
+                "--profile-from-start",
+                "off",
+                "--target-processes",
+                "all",
+                "--csv",
+                "--page",
+                "raw",
+            ]
             for s in SECTIONS:
                 cmd += ["--section", s]
             cmd += ["--metrics", ",".join(METRICS), sys.executable, "-m", "harness.child"]
         try:
-            p = subprocess.run(cmd, input=json.dumps(req).encode(), capture_output=True, cwd=d, env=env, timeout=timeout_s)
+            p = subprocess.run(
+                cmd, input=json.dumps(req).encode(), capture_output=True, cwd=d, env=env, timeout=timeout_s
+            )
         except subprocess.TimeoutExpired:
             res["log"] = f"profiling did not finish within {timeout_s:.0f} s"
             return res
@@ -198,18 +216,29 @@ def profile(task: Task, candidate_dir: Path, shape: str | None = None, timeout_s
         except (OSError, ValueError):
             child = {}
         if child.get("nonce") != req["nonce"] or child.get("status") != "ok":
-            res["log"] = "the profiled run failed: " + "\n".join(child.get("log", [])) + "\n" + p.stderr.decode("utf-8", "replace")[-1500:]
+            res["log"] = (
+                "the profiled run failed: "
+                + "\n".join(child.get("log", []))
+                + "\n"
+                + p.stderr.decode("utf-8", "replace")[-1500:]
+            )
             return res
         res["shape"] = child.get("shape")
         ceil = child.get("ceilings")
         if not ncu:
             res["ok"] = True
-            res["lines"] = ["Nsight Compute (ncu) not found: kernel times from torch.profiler only"] + child.get("kernel_lines", [])
+            res["lines"] = ["Nsight Compute (ncu) not found: kernel times from torch.profiler only"] + child.get(
+                "kernel_lines", []
+            )
             res["log"] = "\n".join(res["lines"])
             return res
         rows = parse_ncu_csv(p.stdout.decode("utf-8", "replace"))
         if not rows:
-            res["log"] = "ncu produced no kernel rows: " + p.stdout.decode("utf-8", "replace")[-800:] + p.stderr.decode("utf-8", "replace")[-800:]
+            res["log"] = (
+                "ncu produced no kernel rows: "
+                + p.stdout.decode("utf-8", "replace")[-800:]
+                + p.stderr.decode("utf-8", "replace")[-800:]
+            )
             return res
         s = summarize(rows, ceil, child.get("flops", 0.0))
         res.update(ok=True, lines=s["lines"], total_us=s["total_us"], tflops=s.get("tflops"))

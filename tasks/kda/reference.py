@@ -15,6 +15,7 @@ import torch.nn.functional as F
 ENTRY = "kda_fwd"
 OUTPUT_NAMES = ("o", "final_state")
 TOLERANCE = {"o": 5e-3, "final_state": 5e-3}
+SCORE_AGAINST = ("fla_safe_gate", "fla")  # the score is the speed-up over the fastest of these
 TIME_REFERENCE = False  # a Python loop over time steps: correctness only
 
 

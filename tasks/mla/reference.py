@@ -12,6 +12,7 @@ import torch
 ENTRY = "mla_decode"
 OUTPUT_NAMES = ("o",)
 TOLERANCE = {"o": 1e-2}
+SCORE_AGAINST = ("torch_fp32",)  # the score is the speed-up over the fastest of these
 TIME_REFERENCE = True
 D_QK = 576
 D_V = 512

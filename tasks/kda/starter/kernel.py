@@ -17,9 +17,22 @@ NUM_WARPS = 4  # marathon:knob [1, 2, 4, 8]
 
 @triton.jit
 def kda_recurrent_fwd_kernel(
-    q, k, v, g, beta, o, h0, ht, scale, T,
-    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BV: tl.constexpr,
-    HAS_INIT: tl.constexpr, STORE_FINAL: tl.constexpr,
+    q,
+    k,
+    v,
+    g,
+    beta,
+    o,
+    h0,
+    ht,
+    scale,
+    T,
+    H: tl.constexpr,
+    K: tl.constexpr,
+    V: tl.constexpr,
+    BV: tl.constexpr,
+    HAS_INIT: tl.constexpr,
+    STORE_FINAL: tl.constexpr,
 ):
     i_v = tl.program_id(0)
     i_bh = tl.program_id(1)
@@ -61,12 +74,22 @@ def kda_fwd(q, k, v, g, beta, scale, initial_state=None, output_final_state=Fals
     h0 = initial_state.contiguous() if initial_state is not None else None
     grid = (triton.cdiv(V, BV), B * H)
     kda_recurrent_fwd_kernel[grid](
-        q, k, v, g, beta, o,
+        q,
+        k,
+        v,
+        g,
+        beta,
+        o,
         h0 if h0 is not None else o,
         ht if ht is not None else o,
-        scale, T,
-        H=H, K=K, V=V, BV=BV,
-        HAS_INIT=h0 is not None, STORE_FINAL=ht is not None,
+        scale,
+        T,
+        H=H,
+        K=K,
+        V=V,
+        BV=BV,
+        HAS_INIT=h0 is not None,
+        STORE_FINAL=ht is not None,
         num_warps=NUM_WARPS,
     )
     return o, ht

@@ -17,8 +17,16 @@ NUM_STAGES = 2  # marathon:knob [1, 2, 3]
 
 @triton.jit
 def mla_prefill_kernel(
-    q, kv, o, scale, S, H,
-    DV: tl.constexpr, DR: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    q,
+    kv,
+    o,
+    scale,
+    S,
+    H,
+    DV: tl.constexpr,
+    DR: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
@@ -64,8 +72,17 @@ def mla_prefill(q, kv, scale, dv=512):
     o = torch.empty(B, S, H, dv, dtype=q.dtype, device=q.device)
     grid = (triton.cdiv(S, BLOCK_M), B * H)
     mla_prefill_kernel[grid](
-        q, kv, o, scale, S, H,
-        DV=dv, DR=D - dv, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-        num_warps=NUM_WARPS, num_stages=NUM_STAGES,
+        q,
+        kv,
+        o,
+        scale,
+        S,
+        H,
+        DV=dv,
+        DR=D - dv,
+        BLOCK_M=BLOCK_M,
+        BLOCK_N=BLOCK_N,
+        num_warps=NUM_WARPS,
+        num_stages=NUM_STAGES,
     )
     return o

@@ -19,8 +19,17 @@ NUM_STAGES = 2  # marathon:knob [1, 2, 3]
 
 @triton.jit
 def mla_decode_kernel(
-    q, kv, o, scale, Sq, H, Skv,
-    DV: tl.constexpr, DR: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
+    q,
+    kv,
+    o,
+    scale,
+    Sq,
+    H,
+    Skv,
+    DV: tl.constexpr,
+    DR: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     pid_bq = tl.program_id(0)
     pid_h = tl.program_id(1)
@@ -66,8 +75,18 @@ def mla_decode(q, kv, scale, dv=512):
     o = torch.empty(B, Sq, H, dv, dtype=q.dtype, device=q.device)
     grid = (B * Sq, triton.cdiv(H, BLOCK_H))
     mla_decode_kernel[grid](
-        q, kv, o, scale, Sq, H, Skv,
-        DV=dv, DR=D - dv, BLOCK_H=BLOCK_H, BLOCK_N=BLOCK_N,
-        num_warps=NUM_WARPS, num_stages=NUM_STAGES,
+        q,
+        kv,
+        o,
+        scale,
+        Sq,
+        H,
+        Skv,
+        DV=dv,
+        DR=D - dv,
+        BLOCK_H=BLOCK_H,
+        BLOCK_N=BLOCK_N,
+        num_warps=NUM_WARPS,
+        num_stages=NUM_STAGES,
     )
     return o
