@@ -186,7 +186,6 @@ def evaluate(candidate_dir, rules, seed):
         "candidate_ms": h["candidate_ms"],
         "naive_ms": h["naive_ms"],
         "gflops": h["gflops"],
-        "baseline_score": 1.0,
         "compile_s": round(compile_s, 3),
         "reps": h["reps"],
     }
@@ -194,7 +193,14 @@ def evaluate(candidate_dir, rules, seed):
         f"correct on n in {[d['n'] for d in details]}; n=512: {h['candidate_ms']:.2f} ms vs naive "
         f"{h['naive_ms']:.2f} ms = {speedup:.2f}x ({h['gflops']:.2f} GFLOP/s)"
     )
-    return result(True, score=round(speedup, 4), metrics=metrics, details=details, log=log)
+    return result(
+        True,
+        score=round(speedup, 4),
+        metrics=metrics,
+        details=details,
+        log=log,
+        baseline_score=1.0,
+    )
 
 
 def main():

@@ -1,0 +1,202 @@
+#include "eval/evaluator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace marathon::eval {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// A throw-away task whose evaluator is a shell script.
+class ScriptTask : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("marathon-eval-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "starter");
+    std::ofstream(dir_ / "starter" / "kernel.cc") << "int x;\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  TaskSpec task(const std::string& script, double timeout_s = 20) {
+    std::ofstream(dir_ / "eval.sh") << "#!/bin/sh\n" << script << "\n";
+    fs::permissions(dir_ / "eval.sh", fs::perms::owner_all);
+    std::string toml =
+        "name = \"t\"\ndescription = \"d\"\n"
+        "[files]\nstarter = [\"kernel.cc\"]\neditable = [\"*.cc\"]\n"
+        "[goal]\nmetric = \"speedup\"\ndirection = \"max\"\n"
+        "[evaluator]\ncommand = [\"./eval.sh\"]\nversion = \"1\"\ntimeout_s = " +
+        std::to_string(timeout_s) + "\n";
+    return parse_task(toml, (dir_ / "task.toml").string(), dir_);
+  }
+
+  EvalOutcome run(const std::string& script, double timeout_s = 20) {
+    return run_evaluator(task(script, timeout_s), dir_ / "starter");
+  }
+
+  fs::path dir_;
+};
+
+const char* kGood =
+    R"(echo '{"schema_version": 1, "correct": true, "score": 2.5, "log": "fine", "extra": 7}')";
+
+TEST_F(ScriptTask, ValidResultIsOkAndNormalised) {
+  EvalOutcome o = run(kGood);
+  EXPECT_EQ(o.status, EvalStatus::kOk) << o.result.dump();
+  EXPECT_EQ(o.result["score"], 2.5);
+  EXPECT_EQ(o.result["metrics"], json::object());
+  EXPECT_EQ(o.result["violations"], json::array());
+  EXPECT_EQ(o.result["extra"], 7);  // extra fields are kept
+  EXPECT_FALSE(o.result.contains("error_kind"));
+}
+
+TEST_F(ScriptTask, ProgressLinesBeforeTheResultAreIgnored) {
+  EvalOutcome o = run(std::string("echo compiling...\necho 'step 2'\n") + kGood);
+  EXPECT_EQ(o.status, EvalStatus::kOk) << o.result.dump();
+}
+
+TEST_F(ScriptTask, EvaluatorSeesCandidateAndTaskDirs) {
+  EvalOutcome o =
+      run(R"(printf '{"schema_version":1,"correct":false,"score":null,"log":"%s|%s|%s"}\n' )"
+          R"x("$MARATHON_CANDIDATE_DIR" "$MARATHON_TASK_DIR" "$(pwd)")x");
+  ASSERT_EQ(o.status, EvalStatus::kOk) << o.result.dump();
+  std::string expect = (dir_ / "starter").string() + "|" + dir_.string() + "|" + dir_.string();
+  EXPECT_EQ(o.result["log"], expect);
+}
+
+TEST_F(ScriptTask, GarbageOutputIsInvalidOutputAndQuotesIt) {
+  EvalOutcome o = run("echo 'Traceback: something broke'");
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_EQ(o.result["correct"], false);
+  EXPECT_EQ(o.result["error_kind"], "invalid_output");
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("no JSON object"));
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("Traceback: something broke"));
+}
+
+TEST_F(ScriptTask, EmptyOutputIsInvalidOutput) {
+  EvalOutcome o = run("true");
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("stdout was empty"));
+}
+
+TEST_F(ScriptTask, MissingFieldIsNamed) {
+  EvalOutcome o = run(R"(echo '{"schema_version": 1, "score": 1.0}')");
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("missing field \"correct\""));
+}
+
+TEST_F(ScriptTask, WrongTypeIsNamed) {
+  EvalOutcome o = run(R"(echo '{"schema_version": 1, "correct": "yes", "score": 1.0}')");
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("\"correct\" must be true or false"));
+}
+
+TEST_F(ScriptTask, CorrectWithoutScoreIsInvalid) {
+  EvalOutcome o = run(R"(echo '{"schema_version": 1, "correct": true, "score": null}')");
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("\"score\" is null"));
+}
+
+TEST_F(ScriptTask, UnknownSchemaVersionIsInvalid) {
+  EvalOutcome o = run(R"(echo '{"schema_version": 2, "correct": false, "score": null}')");
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("schema_version 2"));
+}
+
+TEST_F(ScriptTask, NonzeroExitIsDistinctAndKeepsStderr) {
+  EvalOutcome o = run(std::string(kGood) + "\necho 'disk full' >&2\nexit 3");
+  EXPECT_EQ(o.status, EvalStatus::kNonzeroExit);
+  EXPECT_EQ(o.exit_code, 3);
+  EXPECT_EQ(o.result["correct"], false);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("status 3"));
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("disk full"));
+}
+
+TEST_F(ScriptTask, CrashBySignalIsDistinct) {
+  EvalOutcome o = run("kill -SEGV $$");
+  EXPECT_EQ(o.status, EvalStatus::kCrash);
+  EXPECT_EQ(o.signal, SIGSEGV);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("SIGSEGV"));
+}
+
+TEST_F(ScriptTask, MissingCommandIsNonzeroExit127) {
+  TaskSpec t = task(kGood);
+  t.evaluator.argv = {"./does-not-exist"};
+  EvalOutcome o = run_evaluator(t, dir_ / "starter");
+  EXPECT_EQ(o.status, EvalStatus::kNonzeroExit);
+  EXPECT_EQ(o.exit_code, 127);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("cannot execute ./does-not-exist"));
+}
+
+// True once /proc says the process is gone or a zombie.
+bool process_ended(pid_t pid) {
+  for (int i = 0; i < 100; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text;
+    if (!stat || !std::getline(stat, text)) return true;
+    auto close = text.rfind(')');
+    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z')
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+TEST_F(ScriptTask, TimeoutKillsASleepingGrandchild) {
+  EvalOutcome o = run("sleep 300 &\necho $! > grandchild.pid\nwait", /*timeout_s=*/1);
+  EXPECT_EQ(o.status, EvalStatus::kTimeout);
+  EXPECT_EQ(o.result["error_kind"], "timeout");
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("did not finish within 1 s"));
+  std::ifstream in(dir_ / "grandchild.pid");
+  pid_t gc = 0;
+  ASSERT_TRUE(in >> gc);
+  EXPECT_TRUE(process_ended(gc)) << "grandchild " << gc << " survived the timeout";
+}
+
+TEST_F(ScriptTask, StragglersAreKilledWhenTheEvaluatorExits) {
+  EvalOutcome o =
+      run(std::string("sleep 300 > /dev/null 2>&1 &\necho $! > straggler.pid\n") + kGood);
+  EXPECT_EQ(o.status, EvalStatus::kOk) << o.result.dump();
+  std::ifstream in(dir_ / "straggler.pid");
+  pid_t s = 0;
+  ASSERT_TRUE(in >> s);
+  EXPECT_TRUE(process_ended(s)) << "straggler " << s << " outlived its evaluator";
+}
+
+TEST_F(ScriptTask, HugeOutputIsCappedNotFatal) {
+  TaskSpec t = task("head -c 3000000 /dev/zero | tr '\\0' x\necho\n" + std::string(kGood));
+  EvalOptions opt;
+  opt.stdout_cap = 4096;
+  EvalOutcome o = run_evaluator(t, dir_ / "starter", opt);
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("truncated"));
+}
+
+TEST(ParseResult, WholeStdoutMayBeAPrettyPrintedObject) {
+  std::string err;
+  auto r = parse_result(
+      "{\n  \"schema_version\": 1,\n  \"correct\": false,\n  \"score\": null\n}\n", &err);
+  ASSERT_TRUE(r.has_value()) << err;
+  EXPECT_EQ((*r)["log"], "");
+}
+
+TEST(ParseResult, ViolationsMustBeStrings) {
+  std::string err;
+  auto r =
+      parse_result(R"({"schema_version":1,"correct":false,"score":null,"violations":[1]})", &err);
+  EXPECT_FALSE(r.has_value());
+  EXPECT_THAT(err, HasSubstr("\"violations\" must be an array of strings"));
+}
+
+}  // namespace
+}  // namespace marathon::eval
