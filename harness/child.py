@@ -179,7 +179,7 @@ class Child:
             inp = ref.make_inputs(shape, seed + idx, self.device)
             snap = snapshot(inp)
             expected = ref.expected_outputs(inp)
-            profiled = idx == 0 and not self.gpu
+            profiled = idx == 0  # which kernels and operators ran, on which stream
             self.recorder.start()
             if profiled:
                 outs, kernels, ops = self.profiled(lambda: self.call_candidate(inp, name))
@@ -199,7 +199,8 @@ class Child:
                 detail["problems"] = problems
                 self.log(f"{name}: " + "; ".join(problems))
             if profiled:
-                for v in kernel_rules.check(kernels, ops, launches, self.cand_dir, main_stream=None):
+                main_stream = kernels[0].stream if kernels else None  # kernels[0]: the harness's marker
+                for v in kernel_rules.check(kernels[1:], ops, launches, self.cand_dir, main_stream=main_stream):
                     self.violate(v.rule, f"{name}: {v.reason}")
             elif not launches and not self.gpu:
                 self.violate("no_own_kernel", f"{name}: no kernel of the candidate's own (Triton) ran during the call")
