@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/event.h"
+#include "core/fold.h"
 #include "core/state.h"
 
 namespace marathon::context::testing {
@@ -14,6 +15,26 @@ namespace marathon::context::testing {
 class LogBuilder {
  public:
   std::vector<Event> events;
+  State state;  // fold of `events`, kept current by add()
+
+  // run.created for the demo task (goal, budget, config with the window).
+  void created(int64_t context_window = 32000, int64_t max_tool_calls = 1200) {
+    add(ev::kRunCreated,
+        {{"run_id", "run-test"},
+         {"task", {{"name", "cpu-matmul"},
+                   {"description", "Make matmul fast."},
+                   {"editable", json::array({"kernel.cc"})}}},
+         {"task_dir", "tasks/cpu-matmul"},
+         {"goal", {{"objective", "Beat the naive matmul by 4x"}, {"metric", "speedup"},
+                   {"direction", "max"}, {"target", 4.0}}},
+         {"budget", {{"max_tool_calls", max_tool_calls}}},
+         {"config", {{"policy", "llm"}, {"context_window", context_window}}}});
+  }
+
+  const Event& append(const NewEvent& n) {
+    add(n.type, n.payload);
+    return events.back();
+  }
 
   const Event& add(const std::string& type, json payload) {
     Event e;
@@ -22,6 +43,7 @@ class LogBuilder {
     e.recorded_at_us = 1'000'000 * e.seq;
     e.type = type;
     e.payload = std::move(payload);
+    apply(state, e);
     events.push_back(std::move(e));
     return events.back();
   }
