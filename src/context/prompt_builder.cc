@@ -49,15 +49,17 @@ std::string join_system(const Layout& l, const ContextView& v, int64_t omitted) 
 std::string cap_output(const std::string& content, int64_t seq, int64_t max_tokens) {
   if (estimate_text_tokens(content) <= max_tokens) return content;
   // Cut by bytes: an output that estimates above its cap is cut to 3 bytes per allowed token,
-  // shrinking until it fits (each pass at most halves, so this ends quickly).
+  // shrinking in proportion until it fits.
   size_t keep = static_cast<size_t>(std::max<int64_t>(64, max_tokens * 3));
   std::string cut;
   while (true) {
     size_t n = std::min(keep, content.size());
     while (n > 0 && (static_cast<unsigned char>(content[n]) & 0xC0) == 0x80) --n;
     cut = content.substr(0, n);
-    if (estimate_text_tokens(cut) <= max_tokens || keep <= 64) break;
-    keep /= 2;
+    int64_t est = estimate_text_tokens(cut);
+    if (est <= max_tokens || keep <= 64) break;
+    keep = static_cast<size_t>(static_cast<double>(keep) * 0.95 * static_cast<double>(max_tokens) /
+                               static_cast<double>(est));
   }
   return cut + fmt::format("\n[output cut to fit the context window; full output: recall(seq={})]",
                            seq);

@@ -92,7 +92,7 @@ TEST(Compaction, NothingToDoUnderTheSoftThreshold) {
 TEST(Compaction, ElisionAloneWhenItBringsThePromptUnderTheThreshold) {
   LogBuilder b;
   b.created(8000);
-  for (int i = 0; i < 6; ++i) b.tool("read_file", {{"path", "k.cc"}}, filler(4000, 'a' + i));
+  for (int i = 0; i < 8; ++i) b.tool("read_file", {{"path", "k.cc"}}, filler(2500, 'a' + i));
   ContextConfig c = window(8000);
   CompactionPlan p = plan_compaction(b.state, b.events, c);
   ASSERT_EQ(p.action, CompactionPlan::Action::kElide);
@@ -181,12 +181,12 @@ TEST(Compaction, NoSummariserMeansStructuralWithoutAModelCall) {
 TEST(Compaction, NoopIsRecordedOnceAndNotRetriedEveryTurn) {
   // A window so small that the pinned part alone is over the soft threshold.
   LogBuilder b;
-  b.created(1200);
-  for (int i = 0; i < 3; ++i) {
+  b.created(700);
+  for (int i = 0; i < 40; ++i) {
     b.add(ev::kLedgerNoted, {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
   }
   b.tool("note", {}, "ok");
-  ContextConfig c = window(1200);
+  ContextConfig c = window(700);
   CompactionPlan p = plan_compaction(b.state, b.events, c);
   ASSERT_EQ(p.action, CompactionPlan::Action::kNoop);
   Blobs blobs;
