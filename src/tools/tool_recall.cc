@@ -1,0 +1,98 @@
+#include "tools/tool_recall.h"
+
+#include <fmt/format.h>
+
+#include "core/event_store.h"
+#include "core/run_dir.h"
+
+namespace marathon {
+namespace {
+
+class RecallTool : public Tool {
+ public:
+  std::string name() const override { return "recall"; }
+  std::string description() const override {
+    return "Read back a tool output that was elided from your context: the prompt shows it as "
+           "`[output elided: recall(seq=N)]`; pass that seq. Long outputs come in pages: pass "
+           "`offset` (bytes) for the next one.";
+  }
+  json parameters() const override {
+    return {{"type", "object"},
+            {"properties",
+             {{"seq", {{"type", "integer"}, {"minimum", 1}}},
+              {"offset", {{"type", "integer"}, {"minimum", 0}}}}},
+            {"required", {"seq"}},
+            {"additionalProperties", false}};
+  }
+  bool idempotent() const override { return true; }  // reads the log only
+
+  ToolResult run(const json& args, ToolContext& ctx) override {
+    ToolResult r;
+    const int64_t seq = args.at("seq").get<int64_t>();
+    const size_t offset = args.contains("offset") ? args.at("offset").get<size_t>() : 0;
+    const std::string db = (ctx.run_dir / kEventsDbName).string();
+    std::vector<Event> found;
+    try {
+      auto store = EventStore::open(db, EventStore::Mode::kReadOnly);
+      found = store->read(seq, seq);
+    } catch (const std::exception& e) {
+      r.ok = false;
+      r.output = fmt::format("recall: cannot read the run's log: {}", e.what());
+      return r;
+    }
+    if (found.empty()) {
+      r.ok = false;
+      r.output = fmt::format("recall: there is no event with seq {} in the log", seq);
+      return r;
+    }
+    const Event& e = found.front();
+    if (e.type != ev::kToolFinished) {
+      r.ok = false;
+      r.output = fmt::format(
+          "recall: seq {} is a {} event, not a tool output; pass the seq shown in "
+          "`[output elided: recall(seq=N)]`",
+          seq, e.type);
+      return r;
+    }
+    std::string full = e.payload.value("output", "");
+    std::string sha = e.payload.value("output_sha", "");
+    if (!sha.empty() && ctx.get_blob) {
+      try {
+        full = ctx.get_blob(sha);
+      } catch (const std::exception& ex) {
+        full += fmt::format("\n[recall: the uncapped output (blob {}) is missing: {}]", sha,
+                            ex.what());
+      }
+    }
+    r.output = recall_page(seq, e.payload.value("name", "?"), full, offset);
+    return r;
+  }
+};
+
+}  // namespace
+
+std::string recall_page(int64_t seq, const std::string& tool_name, const std::string& full,
+                        size_t offset, size_t page_bytes) {
+  if (offset >= full.size() && !(offset == 0 && full.empty())) {
+    return fmt::format("recall(seq={}): offset {} is past the end ({} bytes)", seq, offset,
+                       full.size());
+  }
+  size_t end = std::min(full.size(), offset + page_bytes);
+  while (end < full.size() && end > offset &&
+         (static_cast<unsigned char>(full[end]) & 0xC0) == 0x80) {
+    --end;  // keep UTF-8 sequences whole
+  }
+  std::string head = fmt::format("recall(seq={}): output of {}", seq, tool_name);
+  if (offset > 0 || end < full.size()) {
+    head += fmt::format(", bytes {}..{} of {}", offset, end, full.size());
+  }
+  std::string out = head + "\n" + full.substr(offset, end - offset);
+  if (end < full.size()) {
+    out += fmt::format("\n[more: recall(seq={}, offset={})]", seq, end);
+  }
+  return out;
+}
+
+std::unique_ptr<Tool> make_recall_tool() { return std::make_unique<RecallTool>(); }
+
+}  // namespace marathon
