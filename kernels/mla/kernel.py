@@ -36,7 +36,15 @@ import triton.language as tl
 LOG2E = 1.4426950408889634
 
 # Tunable knobs. num_splits = 0 means "choose from the SM count".
-DECODE_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 8, "num_stages": 2, "num_splits": 0}
+DECODE_CONFIG = {
+    "BLOCK_M": 64,
+    "BLOCK_N": 32,
+    "num_warps": 8,
+    "num_stages": 2,
+    "num_splits": 0,
+    "swap_qk": False,
+    "partial_bf16": False,
+}
 PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2}
 MERGE_BLOCK_DV = 128
 NUM_SMS_FALLBACK = 132
@@ -48,6 +56,8 @@ KNOBS = {
         "num_warps": [4, 8],
         "num_stages": [1, 2, 3],
         "num_splits": [0, 16, 32, 64, 128],
+        "swap_qk": [False, True],
+        "partial_bf16": [False, True],
     },
     "prefill": {
         "BLOCK_M": [64, 128],
@@ -94,6 +104,7 @@ def _decode_split_kernel(
     BLOCK_N: tl.constexpr,
     DV: tl.constexpr,
     D_PE: tl.constexpr,
+    SWAP_QK: tl.constexpr,
     F32_DOT: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
@@ -126,9 +137,17 @@ def _decode_split_kernel(
         k_ptr = kv_base + cols[:, None] * stride_kn
         kv_nope = tl.load(k_ptr + offs_v[None, :], mask=col_ok[:, None], other=0.0)
         kv_pe = tl.load(k_ptr + offs_pe[None, :], mask=col_ok[:, None], other=0.0)
-        s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        s = _dot(q_nope, tl.trans(kv_nope), s, F32_DOT)
-        s = _dot(q_pe, tl.trans(kv_pe), s, F32_DOT)
+        if SWAP_QK:
+            # scores transposed, kv rows as the M side of the product: with BLOCK_N = 64 rows per
+            # warpgroup no warpgroup repeats another's work and q is read once per k-step
+            st = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+            st = _dot(kv_nope, tl.trans(q_nope), st, F32_DOT)
+            st = _dot(kv_pe, tl.trans(q_pe), st, F32_DOT)
+            s = tl.trans(st)
+        else:
+            s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+            s = _dot(q_nope, tl.trans(kv_nope), s, F32_DOT)
+            s = _dot(q_pe, tl.trans(kv_pe), s, F32_DOT)
         s = s * scale_log2
         visible = col_ok[None, :] & (cols[None, :] <= limit[:, None])
         s = tl.where(visible, s, float("-inf"))
@@ -146,7 +165,7 @@ def _decode_split_kernel(
     out = acc / l_safe[:, None]
     lse = tl.where(empty, float("-inf"), m_i + tl.log2(l_safe))
     po_ptr = PO + b * stride_pb + rows[:, None] * stride_pm + pid_s * stride_ps + offs_v[None, :]
-    tl.store(po_ptr, out, mask=row_ok[:, None])
+    tl.store(po_ptr, out.to(PO.dtype.element_ty), mask=row_ok[:, None])
     tl.store(LSE + b * stride_lb + rows * stride_lm + pid_s, lse, mask=row_ok)
 
 
@@ -177,7 +196,7 @@ def _decode_merge_kernel(
     w = tl.exp2(lse - mx)
     w = w / tl.sum(w, 0)
     po_ptr = PO + b * stride_pb + row * stride_pm + offs_s[:, None] * stride_ps + offs_d[None, :]
-    po = tl.load(po_ptr, mask=s_ok[:, None], other=0.0)
+    po = tl.load(po_ptr, mask=s_ok[:, None], other=0.0).to(tl.float32)
     o = tl.sum(po * w[:, None], 0)
     tl.store(O + b * stride_ob + row * stride_om + offs_d, o.to(O.dtype.element_ty))
 
@@ -329,7 +348,8 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
     # every split but the last holds a whole number of kv tiles
     split_len = triton.cdiv(triton.cdiv(Skv, S), BLOCK_N) * BLOCK_N
     S = triton.cdiv(Skv, split_len)
-    po = torch.empty((B, M, S, dv), device=q.device, dtype=torch.float32)
+    po_dtype = torch.bfloat16 if cfg["partial_bf16"] else torch.float32
+    po = torch.empty((B, M, S, dv), device=q.device, dtype=po_dtype)
     lse = torch.empty((B, M, S), device=q.device, dtype=torch.float32)
     o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
     q2 = q.view(B, M, dv + d_pe)
@@ -358,6 +378,7 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
         BLOCK_N=BLOCK_N,
         DV=dv,
         D_PE=d_pe,
+        SWAP_QK=cfg["swap_qk"],
         F32_DOT=_interpreting(),
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
