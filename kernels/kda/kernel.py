@@ -42,9 +42,7 @@ def _rows(ptr, row0, n_rows, row_stride, BR: tl.constexpr, D: tl.constexpr):
     r = row0 + tl.arange(0, BR)
     d = tl.arange(0, D)
     m = (r < n_rows)[:, None]
-    return tl.load(ptr + r[:, None] * row_stride + d[None, :], mask=m, other=0.0).to(
-        tl.float32
-    )
+    return tl.load(ptr + r[:, None] * row_stride + d[None, :], mask=m, other=0.0).to(tl.float32)
 
 
 @triton.jit
@@ -65,9 +63,7 @@ def _rtne(x, INTERP: tl.constexpr):
 
 
 @triton.jit
-def _put(
-    ptr, row0, row_stride, x, BR: tl.constexpr, D: tl.constexpr, INTERP: tl.constexpr
-):
+def _put(ptr, row0, row_stride, x, BR: tl.constexpr, D: tl.constexpr, INTERP: tl.constexpr):
     """Store a [BR, D] tile to rows row0.. of a padded buffer (no mask needed)."""
     r = row0 + tl.arange(0, BR)
     d = tl.arange(0, D)
@@ -119,28 +115,70 @@ def _blk(a, b, PREC: tl.constexpr):
 
 
 @triton.jit
+def _gates(g_p, t0, T, row_stride, BK: tl.constexpr):
+    """Cumulative gates of one K-slice for the four 16-row sub-chunks of a chunk: G_J [16, BK],
+    the midpoints m_J (row 7 of G_J) and the chunk total GC [BK]."""
+    g0 = _rows(g_p, t0, T, row_stride, 16, BK)
+    g1 = _rows(g_p, t0 + 16, T, row_stride, 16, BK)
+    g2 = _rows(g_p, t0 + 32, T, row_stride, 16, BK)
+    g3 = _rows(g_p, t0 + 48, T, row_stride, 16, BK)
+    G0 = tl.cumsum(g0, 0)
+    c0 = tl.sum(g0, 0)
+    G1 = tl.cumsum(g1, 0) + c0[None, :]
+    c1 = c0 + tl.sum(g1, 0)
+    G2 = tl.cumsum(g2, 0) + c1[None, :]
+    c2 = c1 + tl.sum(g2, 0)
+    G3 = tl.cumsum(g3, 0) + c2[None, :]
+    GC = c2 + tl.sum(g3, 0)
+    return G0, G1, G2, G3, GC
+
+
+@triton.jit
+def _split4(x):
+    """The four [16, 16] column blocks of a [16, 64] tile."""
+    y = tl.permute(tl.reshape(x, [16, 2, 2, 16]), (0, 3, 1, 2))
+    lo, hi = tl.split(y)
+    b0, b2 = tl.split(lo)
+    b1, b3 = tl.split(hi)
+    return b0, b1, b2, b3
+
+
+@triton.jit
+def _rowblock(A, P, k_p, q_p, g_p, bI, G64, k64, r64, t0, T, row_stride, scale,
+              I: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr):  # fmt: skip
+    """Add one K-slice's share to rows 16I..16I+15 of A (beta_i k_i . k_j e^(G_i - G_j), all j)
+    and Aqk (scale q_i . k_j e^(G_i - G_j)), with the decay split at the block's midpoint m
+    (row 16I + 7): row side e^(G_i - m), column side e^(m - G_j); columns past the block are
+    zero, so neither factor exceeds e^(8 max|g|)."""
+    m = tl.sum(tl.where((r64 == 16 * I + 7)[:, None], G64, 0.0), axis=0)
+    gI = _rows(g_p, t0 + 16 * I, T, row_stride, 16, BK)
+    # G on the block's rows = cumulative sum in the block + everything before it
+    carry = tl.sum(tl.where((r64 == 16 * I - 1)[:, None], G64, 0.0), axis=0)
+    GI = tl.cumsum(gI, 0) + carry[None, :]
+    e = tl.exp(GI - m[None, :])
+    kr = _rows(k_p, t0 + 16 * I, T, row_stride, 16, BK) * e * bI[:, None]
+    qr = _rows(q_p, t0 + 16 * I, T, row_stride, 16, BK) * e * scale
+    col = tl.where((r64 < 16 * I + 16)[:, None], k64 * tl.exp(m[None, :] - G64), 0.0)
+    if PREC == "bf16":
+        kr = kr.to(tl.bfloat16)
+        qr = qr.to(tl.bfloat16)
+        col = col.to(tl.bfloat16)
+        A = tl.dot(kr, tl.trans(col), A)
+        P = tl.dot(qr, tl.trans(col), P)
+    else:
+        A = tl.dot(kr, tl.trans(col), A, input_precision=PREC)
+        P = tl.dot(qr, tl.trans(col), P, input_precision=PREC)
+    return A, P
+
+
+@triton.jit
 def _kda_prep(
-    q,
-    k,
-    v,
-    g,
-    beta,
-    qg_out,
-    kd_out,
-    w_out,
-    u_out,
-    aqk_out,
-    gc_out,
-    scale,
-    T,
-    H,
-    NT,
-    TP,
-    K: tl.constexpr,
-    V: tl.constexpr,
-    PREC: tl.constexpr,
+    q, k, v, g, beta,
+    qg_out, kd_out, w_out, u_out, aqk_out, gc_out,
+    scale, T, H, NT, TP,
+    K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr,
     INTERP: tl.constexpr,
-):
+):  # fmt: skip
     c = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -155,168 +193,94 @@ def _kda_prep(
     be_p = beta + b * T * H + h
     # outputs: [B*H, TP, D] padded to whole chunks; gc [B*H, NT, K]
     o_row = bh.to(tl.int64) * TP
-
     rr = tl.arange(0, 16)
-    kk_ = tl.arange(0, K)
-
-    # cumulative gates per 16-row sub-chunk, midpoints m_J (row 7) and chunk total
-    g0 = _rows(g_p, t0, T, H * K, 16, K)
-    g1 = _rows(g_p, t0 + 16, T, H * K, 16, K)
-    g2 = _rows(g_p, t0 + 32, T, H * K, 16, K)
-    g3 = _rows(g_p, t0 + 48, T, H * K, 16, K)
-    G0 = tl.cumsum(g0, 0)
-    c0 = tl.sum(g0, 0)
-    G1 = tl.cumsum(g1, 0) + c0[None, :]
-    c1 = c0 + tl.sum(g1, 0)
-    G2 = tl.cumsum(g2, 0) + c1[None, :]
-    c2 = c1 + tl.sum(g2, 0)
-    G3 = tl.cumsum(g3, 0) + c2[None, :]
-    GC = c2 + tl.sum(g3, 0)
-    m0 = _row_of(G0, 7, 16)
-    m1 = _row_of(G1, 7, 16)
-    m2 = _row_of(G2, 7, 16)
-    m3 = _row_of(G3, 7, 16)
-    tl.store(gc_out + (bh.to(tl.int64) * NT + c) * K + kk_, tl.exp(GC))
+    strict = rr[:, None] > rr[None, :]
 
     b0 = _vec(be_p, t0, T, H, 16)
     b1 = _vec(be_p, t0 + 16, T, H, 16)
     b2 = _vec(be_p, t0 + 32, T, H, 16)
     b3 = _vec(be_p, t0 + 48, T, H, 16)
 
-    # per sub-chunk: row side (exp(G - m)) and column side (exp(m - G)) factors
-    k0 = _rows(k_p, t0, T, H * K, 16, K)
-    k1 = _rows(k_p, t0 + 16, T, H * K, 16, K)
-    k2 = _rows(k_p, t0 + 32, T, H * K, 16, K)
-    k3 = _rows(k_p, t0 + 48, T, H * K, 16, K)
-    q0 = _rows(q_p, t0, T, H * K, 16, K)
-    q1 = _rows(q_p, t0 + 16, T, H * K, 16, K)
-    q2 = _rows(q_p, t0 + 32, T, H * K, 16, K)
-    q3 = _rows(q_p, t0 + 48, T, H * K, 16, K)
+    # ---- pass 1 over K-slices: elementwise outputs, A and Aqk by 16-row blocks ----
+    A0 = tl.zeros([16, 64], tl.float32)
+    A1 = tl.zeros([16, 64], tl.float32)
+    A2 = tl.zeros([16, 64], tl.float32)
+    A3 = tl.zeros([16, 64], tl.float32)
+    P0 = tl.zeros([16, 64], tl.float32)
+    P1 = tl.zeros([16, 64], tl.float32)
+    P2 = tl.zeros([16, 64], tl.float32)
+    P3 = tl.zeros([16, 64], tl.float32)
+    r64 = tl.arange(0, 64)
+    for ks in range(0, K, BK):
+        g64 = _rows(g_p + ks, t0, T, H * K, 64, BK)
+        G64 = tl.cumsum(g64, 0)
+        GC = tl.sum(g64, 0)
+        k64 = _rows(k_p + ks, t0, T, H * K, 64, BK)
+        q64 = _rows(q_p + ks, t0, T, H * K, 64, BK)
+        tl.store(gc_out + (bh.to(tl.int64) * NT + c) * K + ks + tl.arange(0, BK), tl.exp(GC))
+        _put(qg_out + o_row * K + ks, t0, K, q64 * tl.exp(G64) * scale, 64, BK, INTERP)
+        _put(kd_out + o_row * K + ks, t0, K, k64 * tl.exp(GC[None, :] - G64), 64, BK, INTERP)
+        A0, P0 = _rowblock(A0, P0, k_p + ks, q_p + ks, g_p + ks, b0, G64, k64, r64, t0, T,
+                           H * K, scale, 0, BK, PREC)  # fmt: skip
+        A1, P1 = _rowblock(A1, P1, k_p + ks, q_p + ks, g_p + ks, b1, G64, k64, r64, t0, T,
+                           H * K, scale, 1, BK, PREC)  # fmt: skip
+        A2, P2 = _rowblock(A2, P2, k_p + ks, q_p + ks, g_p + ks, b2, G64, k64, r64, t0, T,
+                           H * K, scale, 2, BK, PREC)  # fmt: skip
+        A3, P3 = _rowblock(A3, P3, k_p + ks, q_p + ks, g_p + ks, b3, G64, k64, r64, t0, T,
+                           H * K, scale, 3, BK, PREC)  # fmt: skip
 
-    e0 = tl.exp(G0 - m0[None, :])
-    e1 = tl.exp(G1 - m1[None, :])
-    e2 = tl.exp(G2 - m2[None, :])
-    e3 = tl.exp(G3 - m3[None, :])
-    # column side k_j * exp(m_J - G_j)
-    kc0 = k0 / e0
-    kc1 = k1 / e1
-    kc2 = k2 / e2
-    kc3 = k3 / e3
-    # row sides
-    kr0 = k0 * e0 * b0[:, None]
-    kr1 = k1 * e1 * b1[:, None]
-    kr2 = k2 * e2 * b2[:, None]
-    kr3 = k3 * e3 * b3[:, None]
-    qr0 = q0 * e0 * scale
-    qr1 = q1 * e1 * scale
-    qr2 = q2 * e2 * scale
-    qr3 = q3 * e3 * scale
+    # Aqk rows of each block: columns j <= i (later blocks are exact zeros already)
+    ap = aqk_out + (o_row + t0) * 64
+    _put(ap, 0, 64, tl.where(r64[None, :] <= rr[:, None], P0, 0.0), 16, 64, INTERP)
+    _put(ap, 16, 64, tl.where(r64[None, :] <= rr[:, None] + 16, P1, 0.0), 16, 64, INTERP)
+    _put(ap, 32, 64, tl.where(r64[None, :] <= rr[:, None] + 32, P2, 0.0), 16, 64, INTERP)
+    _put(ap, 48, 64, tl.where(r64[None, :] <= rr[:, None] + 48, P3, 0.0), 16, 64, INTERP)
+    a00, _x1, _x2, _x3 = _split4(A0)
+    a10, a11, _x2, _x3 = _split4(A1)
+    a20, a21, a22, _x3 = _split4(A2)
+    a30, a31, a32, a33 = _split4(A3)
 
-    # outputs that are elementwise in the inputs
-    _put(qg_out + o_row * K, t0, K, q0 * tl.exp(G0) * scale, 16, K, INTERP)
-    _put(qg_out + o_row * K, t0 + 16, K, q1 * tl.exp(G1) * scale, 16, K, INTERP)
-    _put(qg_out + o_row * K, t0 + 32, K, q2 * tl.exp(G2) * scale, 16, K, INTERP)
-    _put(qg_out + o_row * K, t0 + 48, K, q3 * tl.exp(G3) * scale, 16, K, INTERP)
-    _put(kd_out + o_row * K, t0, K, k0 * tl.exp(GC[None, :] - G0), 16, K, INTERP)
-    _put(kd_out + o_row * K, t0 + 16, K, k1 * tl.exp(GC[None, :] - G1), 16, K, INTERP)
-    _put(kd_out + o_row * K, t0 + 32, K, k2 * tl.exp(GC[None, :] - G2), 16, K, INTERP)
-    _put(kd_out + o_row * K, t0 + 48, K, k3 * tl.exp(GC[None, :] - G3), 16, K, INTERP)
-
-    # column-side factors moved to the row block's midpoint: exp(m_I - m_J) <= 1 for J < I
-    kc0_1 = kc0 * tl.exp(m1 - m0)[None, :]
-    kc0_2 = kc0 * tl.exp(m2 - m0)[None, :]
-    kc0_3 = kc0 * tl.exp(m3 - m0)[None, :]
-    kc1_2 = kc1 * tl.exp(m2 - m1)[None, :]
-    kc1_3 = kc1 * tl.exp(m3 - m1)[None, :]
-    kc2_3 = kc2 * tl.exp(m3 - m2)[None, :]
-
-    strict = rr[:, None] > rr[None, :]
-    incl = rr[:, None] >= rr[None, :]
-
-    # A (beta folded into rows), 16x16 blocks
-    a00 = tl.where(strict, _blk(kr0, kc0, PREC), 0.0)
-    a11 = tl.where(strict, _blk(kr1, kc1, PREC), 0.0)
-    a22 = tl.where(strict, _blk(kr2, kc2, PREC), 0.0)
-    a33 = tl.where(strict, _blk(kr3, kc3, PREC), 0.0)
-    a10 = _blk(kr1, kc0_1, PREC)
-    a20 = _blk(kr2, kc0_2, PREC)
-    a21 = _blk(kr2, kc1_2, PREC)
-    a30 = _blk(kr3, kc0_3, PREC)
-    a31 = _blk(kr3, kc1_3, PREC)
-    a32 = _blk(kr3, kc2_3, PREC)
-
-    # T = (I + A)^-1, blocked
-    t00 = _inv_unit_lower(a00, 16)
-    t11 = _inv_unit_lower(a11, 16)
-    t22 = _inv_unit_lower(a22, 16)
-    t33 = _inv_unit_lower(a33, 16)
+    # ---- T = (I + A)^-1, blocked ----
+    t00 = _inv_unit_lower(tl.where(strict, a00, 0.0), 16)
+    t11 = _inv_unit_lower(tl.where(strict, a11, 0.0), 16)
+    t22 = _inv_unit_lower(tl.where(strict, a22, 0.0), 16)
+    t33 = _inv_unit_lower(tl.where(strict, a33, 0.0), 16)
     t10 = -_mm(t11, _mm(a10, t00, "ieee"), "ieee")
     t21 = -_mm(t22, _mm(a21, t11, "ieee"), "ieee")
     t32 = -_mm(t33, _mm(a32, t22, "ieee"), "ieee")
     t20 = -_mm(t22, _mm(a20, t00, "ieee") + _mm(a21, t10, "ieee"), "ieee")
     t31 = -_mm(t33, _mm(a31, t11, "ieee") + _mm(a32, t21, "ieee"), "ieee")
-    t30 = -_mm(
-        t33,
-        _mm(a30, t00, "ieee") + _mm(a31, t10, "ieee") + _mm(a32, t20, "ieee"),
-        "ieee",
-    )
+    x = _mm(a30, t00, "ieee") + _mm(a31, t10, "ieee") + _mm(a32, t20, "ieee")
+    t30 = -_mm(t33, x, "ieee")
 
-    # w = T (beta k Gamma), u = T (beta v)
-    xk0 = k0 * tl.exp(G0) * b0[:, None]
-    xk1 = k1 * tl.exp(G1) * b1[:, None]
-    xk2 = k2 * tl.exp(G2) * b2[:, None]
-    xk3 = k3 * tl.exp(G3) * b3[:, None]
-    w0 = _mm(t00, xk0, PREC)
-    w1 = _mm(t10, xk0, PREC) + _mm(t11, xk1, PREC)
-    w2 = _mm(t20, xk0, PREC) + _mm(t21, xk1, PREC) + _mm(t22, xk2, PREC)
-    w3 = (
-        _mm(t30, xk0, PREC)
-        + _mm(t31, xk1, PREC)
-        + _mm(t32, xk2, PREC)
-        + _mm(t33, xk3, PREC)
-    )
-    _put(w_out + o_row * K, t0, K, w0, 16, K, INTERP)
-    _put(w_out + o_row * K, t0 + 16, K, w1, 16, K, INTERP)
-    _put(w_out + o_row * K, t0 + 32, K, w2, 16, K, INTERP)
-    _put(w_out + o_row * K, t0 + 48, K, w3, 16, K, INTERP)
+    # ---- pass 2 over K-slices: w = T (beta k Gamma) ----
+    for ks in range(0, K, BK):
+        G0, G1, G2, G3, GC = _gates(g_p + ks, t0, T, H * K, BK)
+        x0 = _rows(k_p + ks, t0, T, H * K, 16, BK) * tl.exp(G0) * b0[:, None]
+        x1 = _rows(k_p + ks, t0 + 16, T, H * K, 16, BK) * tl.exp(G1) * b1[:, None]
+        x2 = _rows(k_p + ks, t0 + 32, T, H * K, 16, BK) * tl.exp(G2) * b2[:, None]
+        x3 = _rows(k_p + ks, t0 + 48, T, H * K, 16, BK) * tl.exp(G3) * b3[:, None]
+        wo = w_out + o_row * K + ks
+        _put(wo, t0, K, _mm(t00, x0, PREC), 16, BK, INTERP)
+        _put(wo, t0 + 16, K, _mm(t10, x0, PREC) + _mm(t11, x1, PREC), 16, BK, INTERP)
+        y = _mm(t20, x0, PREC) + _mm(t21, x1, PREC) + _mm(t22, x2, PREC)
+        _put(wo, t0 + 32, K, y, 16, BK, INTERP)
+        y = _mm(t30, x0, PREC) + _mm(t31, x1, PREC) + _mm(t32, x2, PREC) + _mm(t33, x3, PREC)
+        _put(wo, t0 + 48, K, y, 16, BK, INTERP)
 
-    v0 = _rows(v_p, t0, T, H * V, 16, V) * b0[:, None]
-    v1 = _rows(v_p, t0 + 16, T, H * V, 16, V) * b1[:, None]
-    v2 = _rows(v_p, t0 + 32, T, H * V, 16, V) * b2[:, None]
-    v3 = _rows(v_p, t0 + 48, T, H * V, 16, V) * b3[:, None]
-    u0 = _mm(t00, v0, PREC)
-    u1 = _mm(t10, v0, PREC) + _mm(t11, v1, PREC)
-    u2 = _mm(t20, v0, PREC) + _mm(t21, v1, PREC) + _mm(t22, v2, PREC)
-    u3 = (
-        _mm(t30, v0, PREC)
-        + _mm(t31, v1, PREC)
-        + _mm(t32, v2, PREC)
-        + _mm(t33, v3, PREC)
-    )
-    _put(u_out + o_row * V, t0, V, u0, 16, V, INTERP)
-    _put(u_out + o_row * V, t0 + 16, V, u1, 16, V, INTERP)
-    _put(u_out + o_row * V, t0 + 32, V, u2, 16, V, INTERP)
-    _put(u_out + o_row * V, t0 + 48, V, u3, 16, V, INTERP)
-
-    # Aqk, 16x16 blocks of the [64, 64] tile (upper blocks written as zeros)
-    z = tl.zeros([16, 16], tl.float32)
-    ap = aqk_out + o_row * 64 + t0 * 64
-    _put(ap, 0, 64, tl.where(incl, _blk(qr0, kc0, PREC), 0.0), 16, 16, INTERP)
-    _put(ap + 16, 0, 64, z, 16, 16, INTERP)
-    _put(ap + 32, 0, 64, z, 16, 16, INTERP)
-    _put(ap + 48, 0, 64, z, 16, 16, INTERP)
-    _put(ap, 16, 64, _blk(qr1, kc0_1, PREC), 16, 16, INTERP)
-    _put(ap + 16, 16, 64, tl.where(incl, _blk(qr1, kc1, PREC), 0.0), 16, 16, INTERP)
-    _put(ap + 32, 16, 64, z, 16, 16, INTERP)
-    _put(ap + 48, 16, 64, z, 16, 16, INTERP)
-    _put(ap, 32, 64, _blk(qr2, kc0_2, PREC), 16, 16, INTERP)
-    _put(ap + 16, 32, 64, _blk(qr2, kc1_2, PREC), 16, 16, INTERP)
-    _put(ap + 32, 32, 64, tl.where(incl, _blk(qr2, kc2, PREC), 0.0), 16, 16, INTERP)
-    _put(ap + 48, 32, 64, z, 16, 16, INTERP)
-    _put(ap, 48, 64, _blk(qr3, kc0_3, PREC), 16, 16, INTERP)
-    _put(ap + 16, 48, 64, _blk(qr3, kc1_3, PREC), 16, 16, INTERP)
-    _put(ap + 32, 48, 64, _blk(qr3, kc2_3, PREC), 16, 16, INTERP)
-    _put(ap + 48, 48, 64, tl.where(incl, _blk(qr3, kc3, PREC), 0.0), 16, 16, INTERP)
+    # ---- u = T (beta v), over V-slices ----
+    for vs in range(0, V, BK):
+        x0 = _rows(v_p + vs, t0, T, H * V, 16, BK) * b0[:, None]
+        x1 = _rows(v_p + vs, t0 + 16, T, H * V, 16, BK) * b1[:, None]
+        x2 = _rows(v_p + vs, t0 + 32, T, H * V, 16, BK) * b2[:, None]
+        x3 = _rows(v_p + vs, t0 + 48, T, H * V, 16, BK) * b3[:, None]
+        uo = u_out + o_row * V + vs
+        _put(uo, t0, V, _mm(t00, x0, PREC), 16, BK, INTERP)
+        _put(uo, t0 + 16, V, _mm(t10, x0, PREC) + _mm(t11, x1, PREC), 16, BK, INTERP)
+        y = _mm(t20, x0, PREC) + _mm(t21, x1, PREC) + _mm(t22, x2, PREC)
+        _put(uo, t0 + 32, V, y, 16, BK, INTERP)
+        y = _mm(t30, x0, PREC) + _mm(t31, x1, PREC) + _mm(t32, x2, PREC) + _mm(t33, x3, PREC)
+        _put(uo, t0 + 48, V, y, 16, BK, INTERP)
 
 
 @triton.jit
@@ -378,31 +342,39 @@ def _kda_scan(
         tl.store(hT + bh.to(tl.int64) * K * V + rk[:, None] * V + rv[None, :], S)
 
 
-def kda_fwd(
-    q,
-    k,
-    v,
-    g,
-    beta,
-    scale=None,
-    initial_state=None,
-    output_final_state=False,
-    bv=None,
-    prec="tf32",
-    scan_warps=4,
-    scan_stages=2,
-    prep_warps=4,
-    _debug=None,
-):
+# Tuning knobs (measured on an H200, see docs/kernels.md); bv None picks by the number of programs.
+CONFIG = dict(bv=None, prec="tf32", scan_warps=4, scan_stages=2, prep_warps=4, bk=32)
+
+
+def kda_fwd(q, k, v, g, beta, scale, initial_state=None, output_final_state=False):
     """KDA forward. q, k: [B, T, H, K] bf16; v: [B, T, H, V] bf16; g: [B, T, H, K] float32 per-step
-    log decay (not cumulated); beta: [B, T, H]; initial_state: [B, H, K, V] float32 or None.
-    Returns (o [B, T, H, V] in q's dtype, final state [B, H, K, V] float32 or None)."""
+    log decay (not cumulated); beta: [B, T, H]; scale: float or None (K**-0.5); initial_state:
+    [B, H, K, V] float32 or None. Returns (o [B, T, H, V] in q's dtype, final state [B, H, K, V]
+    float32 or None)."""
+    return kda_fwd_cfg(q, k, v, g, beta, scale, initial_state, output_final_state, **CONFIG)
+
+
+def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=False, **cfg):
+    """kda_fwd with explicit tuning knobs (keys of CONFIG)."""
+    c = dict(CONFIG, **cfg)
+    prep = kda_prepare(q, k, v, g, beta, scale, prec=c["prec"], prep_warps=c["prep_warps"], bk=c["bk"])
+    return kda_scan(
+        prep,
+        initial_state,
+        output_final_state,
+        bv=c["bv"],
+        scan_warps=c["scan_warps"],
+        scan_stages=c["scan_stages"],
+    )
+
+
+def kda_prepare(q, k, v, g, beta, scale, prec="tf32", prep_warps=4, bk=32):
+    """Kernel 1: the chunk-parallel part. Returns the buffers the scan reads, as a dict."""
     B, T, H, K = q.shape
     V = v.shape[-1]
     if k.shape != q.shape or g.shape != q.shape or v.shape[:3] != q.shape[:3]:
         raise ValueError(
-            f"kda_fwd: shape mismatch q{tuple(q.shape)} k{tuple(k.shape)} "
-            f"v{tuple(v.shape)} g{tuple(g.shape)}"
+            f"kda_fwd: shape mismatch q{tuple(q.shape)} k{tuple(k.shape)} v{tuple(v.shape)} g{tuple(g.shape)}"
         )
     if beta.shape != q.shape[:3]:
         raise ValueError(f"kda_fwd: beta must be [B, T, H], got {tuple(beta.shape)}")
@@ -411,10 +383,7 @@ def kda_fwd(
             raise ValueError(f"kda_fwd: {name} = {d} must be a power of two >= 16")
     if scale is None:
         scale = K**-0.5
-    if bv is None:
-        # enough programs to fill the GPU at small B*H
-        bv = 32 if B * H * (V // 32) >= 96 else 16
-    bv = min(bv, V)
+    bk = min(bk, K, V)
     interp = q.device.type == "cpu"  # Triton's interpreter (TRITON_INTERPRET=1)
     if interp:
         prec = "ieee"  # the interpreter computes float32 dots exactly anyway
@@ -431,60 +400,38 @@ def kda_fwd(
     aqk = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.bfloat16)
     gc = torch.empty(BH, NT, K, device=dev, dtype=torch.float32)
     _kda_prep[(NT, BH)](
-        q,
-        k,
-        v,
-        g,
-        beta,
-        qg,
-        kd,
-        w,
-        u,
-        aqk,
-        gc,
-        float(scale),
-        T,
-        H,
-        NT,
-        TP,
-        K=K,
-        V=V,
-        PREC=prec,
-        INTERP=interp,
-        num_warps=prep_warps,
-    )
-    if _debug is not None:
-        _debug.update(qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc)
-    o = torch.empty(B, T, H, V, device=dev, dtype=q.dtype)
+        q, k, v, g, beta, qg, kd, w, u, aqk, gc, float(scale), T, H, NT, TP,
+        K=K, V=V, BK=bk, PREC=prec, INTERP=interp, num_warps=prep_warps,
+    )  # fmt: skip
+    return dict(
+        qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc,
+        shape=(B, T, H, K, V), dtype=q.dtype, interp=interp,
+    )  # fmt: skip
+
+
+def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_warps=4,
+             scan_stages=2):  # fmt: skip
+    """Kernel 2: the sequential scan over chunks; returns (o, final state or None)."""
+    B, T, H, K, V = prep["shape"]
+    NT = prep["gc"].shape[1]
+    TP = NT * CHUNK
+    BH = B * H
+    if bv is None:
+        # enough programs to fill the GPU's 132 SMs at small B * H
+        bv = 32 if BH * (V // 32) >= 96 else 16
+    bv = min(bv, V)
+    dev = prep["qg"].device
+    o = torch.empty(B, T, H, V, device=dev, dtype=prep["dtype"])
     # unused pointers get their own dummy (the interpreter copies each argument back separately)
     dummy = torch.empty(1, device=dev, dtype=torch.float32)
-    hT = (
-        torch.empty(B, H, K, V, device=dev, dtype=torch.float32)
-        if output_final_state
-        else dummy
-    )
+    hT = torch.empty(B, H, K, V, device=dev, dtype=torch.float32) if output_final_state else dummy
     h0 = initial_state.float().contiguous() if initial_state is not None else dummy
+    if initial_state is not None and h0.shape != (B, H, K, V):
+        raise ValueError(f"kda_fwd: initial_state must be {(B, H, K, V)}, got {tuple(h0.shape)}")
+    p = prep
     _kda_scan[(V // bv, BH)](
-        qg,
-        kd,
-        w,
-        u,
-        aqk,
-        gc,
-        h0,
-        o,
-        hT,
-        T,
-        H,
-        NT,
-        TP,
-        K=K,
-        V=V,
-        BV=bv,
-        HAS_H0=initial_state is not None,
-        STORE_HT=output_final_state,
-        INTERP=interp,
-        num_warps=scan_warps,
-        num_stages=scan_stages,
-    )
+        p["qg"], p["kd"], p["w"], p["u"], p["aqk"], p["gc"], h0, o, hT, T, H, NT, TP,
+        K=K, V=V, BV=bv, HAS_H0=initial_state is not None, STORE_HT=output_final_state,
+        INTERP=p["interp"], num_warps=scan_warps, num_stages=scan_stages,
+    )  # fmt: skip
     return o, (hT if output_final_state else None)

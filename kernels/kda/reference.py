@@ -10,9 +10,7 @@ Per head, with state S in R^{K x V}:
 import torch
 
 
-def kda_reference(
-    q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False
-):
+def kda_reference(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False):
     """Step-by-step recurrence in float32 (float64 if the inputs are float64).
 
     q, k: [B, T, H, K]; v: [B, T, H, V]; g: [B, T, H, K] per-step log decay; beta: [B, T, H];

@@ -1,0 +1,289 @@
+"""KDA kernel development check and benchmark on a CUDA GPU (H200).
+
+For every task shape: correctness of kernels/kda against the float32 recurrence (RMS-relative error
+of o and of the final state), then the time of several tuning configurations under CUDA-graph
+replay with the L2 flushed before every replay (median of many), the time of each of the two
+kernels alone, and the fraction of the byte floor. FLA's chunk_kda (safe-gate path) is timed in the
+same process where it is importable and asked for (--fla), as the baseline only.
+
+    python3 bench/kda_dev.py [--shapes all|headline] [--fla headline|all|none] [--json FILE]
+"""
+
+import argparse
+import importlib.util
+import itertools
+import json
+import os
+import pathlib
+import time
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+COPY_TBPS = 4.06  # measured device-to-device copy on the H200 (docs: KERNELS.md)
+SHAPES = [  # B, T, H, D
+    (1, 8192, 32, 128),
+    (4, 4096, 32, 128),
+    (8, 2048, 16, 128),
+    (1, 32768, 32, 128),
+    (1, 8192, 64, 128),
+]
+# FLA safe-gate, CUDA-graph replay, measured 2026-12-02 on an H200 (KERNELS.md)
+FLA_SAFE_MS = {
+    (1, 8192, 32): 0.895,
+    (4, 4096, 32): 1.732,
+    (8, 2048, 16): 0.788,
+    (1, 32768, 32): 3.495,
+    (1, 8192, 64): 1.627,
+}
+
+
+def load(name, rel):
+    spec = importlib.util.spec_from_file_location(name, ROOT / rel)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def inputs(B, T, H, D, seed):
+    torch.manual_seed(seed)
+    dev = "cuda"
+    q = torch.randn(B, T, H, D, device=dev, dtype=torch.bfloat16)
+    k = torch.nn.functional.normalize(torch.randn(B, T, H, D, device=dev), dim=-1).bfloat16()
+    v = torch.randn(B, T, H, D, device=dev, dtype=torch.bfloat16)
+    g = -torch.nn.functional.softplus(torch.randn(B, T, H, D, device=dev)) * 0.1
+    beta = torch.rand(B, T, H, device=dev, dtype=torch.bfloat16).sigmoid()
+    return q, k, v, g, beta
+
+
+def rel(a, b):
+    return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+
+_FLUSH = None
+
+
+def flush_l2():
+    global _FLUSH
+    if _FLUSH is None:
+        _FLUSH = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    _FLUSH.zero_()
+
+
+def time_graph(fn, reps=30, warm=3):
+    """Median ms of one replay of fn captured in a CUDA graph, L2 flushed before each replay."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warm):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    ts = []
+    for _ in range(reps):
+        flush_l2()
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        torch.cuda.synchronize()
+        ts.append(a.elapsed_time(b))
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def floor_ms(B, T, H, D):
+    nbytes = 4 * B * T * H * D * 2 + B * T * H * D * 4 + B * T * H * 2  # q k v o, g, beta
+    return nbytes / (COPY_TBPS * 1e12) * 1e3
+
+
+def compile_one(kk, cfg):
+    """Run one configuration once on a small shape with the task shapes' integer specialisation
+    (T, H and T/64 multiples of 16), so that Triton's on-disk cache holds its binaries."""
+    q, k, v, g, beta = inputs(1, 1024, 16, 128, seed=0)
+    h0 = torch.zeros(1, 16, 128, 128, device="cuda")
+    prep = kk.kda_prepare(q, k, v, g, beta, 0.1, prec=cfg["prec"], prep_warps=cfg["prep_warps"])
+    sc = dict(bv=cfg["bv"], scan_warps=cfg["scan_warps"], scan_stages=cfg["scan_stages"])
+    kk.kda_scan(prep, None, False, **sc)
+    if cfg.get("states"):
+        kk.kda_scan(prep, h0, True, **sc)
+    torch.cuda.synchronize()
+
+
+def precompile(cfgs):
+    """Compile all configurations in parallel processes (the GPU machine has 16 cores)."""
+    import subprocess
+    import sys
+
+    t0 = time.time()
+    procs = [subprocess.Popen([sys.executable, __file__, "--compile-one", json.dumps(c)]) for c in cfgs]
+    bad = sum(p.wait() != 0 for p in procs)
+    print(f"precompiled {len(cfgs)} configs in {time.time() - t0:.0f}s ({bad} failed)", flush=True)
+
+
+def fla_headline(kk, args):
+    """Ours (default config) and FLA's safe-gate chunk_kda in one process at the first shape.
+    FLA autotunes on its first call (minutes); run this last, under a time limit."""
+    from fla.ops.kda.chunk import chunk_kda
+
+    B, T, H, D = SHAPES[0]
+    q, k, v, g, beta = inputs(B, T, H, D, seed=0)
+    scale = D**-0.5
+    row = dict(B=B, T=T, H=H, D=D, floor_ms=floor_ms(B, T, H, D))
+    row["ours_ms"] = time_graph(lambda: kk.kda_fwd(q, k, v, g, beta, scale))
+
+    def fla():
+        return chunk_kda(q, k, v, g, beta, scale=scale, safe_gate=True, lower_bound=-5.0)
+
+    t0 = time.time()
+    of, _ = fla()
+    torch.cuda.synchronize()
+    row["fla_first_call_s"] = time.time() - t0
+    print(json.dumps(row), flush=True)
+    o, _ = kk.kda_fwd(q, k, v, g, beta, scale)
+    row["ours_vs_fla_rel"] = rel(o, of)
+    row["fla_safe_ms"] = time_graph(fla)
+    row["ours_ms_again"] = time_graph(lambda: kk.kda_fwd(q, k, v, g, beta, scale))
+    row["speedup_vs_fla"] = row["fla_safe_ms"] / min(row["ours_ms"], row["ours_ms_again"])
+    print("FLA " + json.dumps(row), flush=True)
+    json.dump(row, open(args.json.replace(".json", "_fla.json"), "w"), indent=1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--compile-one", default=None)
+    ap.add_argument("--no-precompile", action="store_true")
+    ap.add_argument("--fla-only", action="store_true", help="ours vs FLA at the first shape")
+    ap.add_argument("--shapes", default="all")
+    ap.add_argument("--fla", default="none")
+    ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "kda.json"))
+    ap.add_argument("--configs", default="sweep", help="sweep | default")
+    ap.add_argument("--budget-s", type=float, default=420.0, help="skip FLA after this")
+    args = ap.parse_args()
+    t_start = time.time()
+    kk = load("kda_kernel", "kernels/kda/kernel.py")
+    if args.compile_one:
+        compile_one(kk, json.loads(args.compile_one))
+        return
+    if args.fla_only:
+        fla_headline(kk, args)
+        return
+    ref = load("kda_reference", "kernels/kda/reference.py")
+    print(f"GPU {torch.cuda.get_device_name()}  torch {torch.__version__}", flush=True)
+    import triton
+
+    print(f"triton {triton.__version__}", flush=True)
+
+    if args.configs == "sweep":
+        prep_cfgs = [dict(prec="tf32", prep_warps=w) for w in (4, 8)]
+        scan_cfgs = [
+            dict(bv=bv, scan_warps=w, scan_stages=s) for bv, w, s in itertools.product((16, 32, 64), (4, 8), (2, 3))
+        ]
+    else:
+        prep_cfgs = [dict(prec=kk.CONFIG["prec"], prep_warps=kk.CONFIG["prep_warps"])]
+        scan_cfgs = [
+            dict(bv=kk.CONFIG["bv"], scan_warps=kk.CONFIG["scan_warps"],
+                 scan_stages=kk.CONFIG["scan_stages"])
+        ]  # fmt: skip
+    shapes = SHAPES if args.shapes == "all" else SHAPES[:1]
+    if not args.no_precompile:
+        cfgs = [dict(pc, **scan_cfgs[0], states=True) for pc in prep_cfgs]
+        cfgs += [dict(prep_cfgs[0], **sc) for sc in scan_cfgs[1:]]
+        default = dict(kk.CONFIG, states=True)
+        if default["bv"] is None:
+            default["bv"] = 32
+        cfgs.append(default)
+        precompile(cfgs)
+    rows = []
+    for si, (B, T, H, D) in enumerate(shapes):
+        q, k, v, g, beta = inputs(B, T, H, D, seed=si)
+        scale = D**-0.5
+        row = dict(B=B, T=T, H=H, D=D, floor_ms=floor_ms(B, T, H, D))
+        t0 = time.time()
+        h0 = torch.randn(B, H, D, D, device="cuda") * 0.1
+        ro, rh = ref.kda_reference(q, k, v, g, beta, scale, h0, True)
+        row["ref_s"] = time.time() - t0
+        # correctness of the default config, with initial and final state
+        o, hT = kk.kda_fwd(q, k, v, g, beta, scale, initial_state=h0, output_final_state=True)
+        torch.cuda.synchronize()
+        row["err_o"] = rel(o, ro)
+        row["err_state"] = rel(hT, rh)
+        row["finite"] = bool(torch.isfinite(o).all())
+        del ro, rh
+        # time each prep config, then each scan config on the best prep's buffers
+        best = None
+        for pc in prep_cfgs:
+            t = time_graph(lambda pc=pc: kk.kda_prepare(q, k, v, g, beta, scale, **pc))
+            row[f"prep_{pc['prec']}_w{pc['prep_warps']}_ms"] = t
+            if best is None or t < best[0]:
+                best = (t, pc)
+        row["prep_ms"], best_prep = best
+        prep = kk.kda_prepare(q, k, v, g, beta, scale, **best_prep)
+        o_ref_cfg = None
+        sbest = None
+        for sc in scan_cfgs:
+            try:
+                t = time_graph(lambda sc=sc: kk.kda_scan(prep, None, False, **sc))
+                o_sc, _ = kk.kda_scan(prep, None, False, **sc)
+                if o_ref_cfg is None:
+                    o_ref_cfg = o_sc
+                dev_ = rel(o_sc, o_ref_cfg)
+            except Exception as e:  # a config that does not compile (e.g. out of shared memory)
+                print(f"  scan {sc} failed: {e!r}"[:300], flush=True)
+                continue
+            key = f"scan_bv{sc['bv']}_w{sc['scan_warps']}_s{sc['scan_stages']}"
+            row[key + "_ms"] = t
+            row[key + "_dev"] = dev_
+            if sbest is None or t < sbest[0]:
+                sbest = (t, sc)
+        row["scan_ms"], best_scan = sbest
+        cfg = dict(best_prep, **best_scan)
+        row["best_cfg"] = cfg
+        row["ours_ms"] = time_graph(lambda: kk.kda_fwd_cfg(q, k, v, g, beta, scale, **cfg))
+        row["default_ms"] = time_graph(lambda: kk.kda_fwd(q, k, v, g, beta, scale))
+        row["fla_safe_ms_recorded"] = FLA_SAFE_MS[(B, T, H)]
+        row["speedup_vs_recorded"] = FLA_SAFE_MS[(B, T, H)] / row["ours_ms"]
+        row["floor_frac"] = row["floor_ms"] / row["ours_ms"]
+        want_fla = args.fla == "all" or (args.fla == "headline" and si == 0)
+        if want_fla and time.time() - t_start < args.budget_s:
+            try:
+                from fla.ops.kda.chunk import chunk_kda
+
+                def fla():
+                    return chunk_kda(q, k, v, g, beta, scale=scale, safe_gate=True,
+                                     lower_bound=-5.0)  # fmt: skip
+
+                t0 = time.time()
+                of, _ = fla()
+                torch.cuda.synchronize()
+                row["fla_first_call_s"] = time.time() - t0
+                o0, _ = kk.kda_fwd(q, k, v, g, beta, scale)
+                row["ours_vs_fla_rel"] = rel(o0, of)
+                row["fla_safe_ms"] = time_graph(fla)
+                row["speedup_vs_fla"] = row["fla_safe_ms"] / row["ours_ms"]
+            except Exception as e:
+                row["fla_error"] = repr(e)[:300]
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+        json.dump(rows, open(args.json, "w"), indent=1)
+    print()
+    print("| B | T | H | err o | err state | prep ms | scan ms | ours ms | FLA safe ms | speed-up "
+          "| floor ms | floor frac | config |")  # fmt: skip
+    print("|" + "---|" * 13)
+    for r in rows:
+        fla_ms = r.get("fla_safe_ms", r["fla_safe_ms_recorded"])
+        tag = "" if "fla_safe_ms" in r else " (rec)"
+        print(
+            f"| {r['B']} | {r['T']} | {r['H']} | {r['err_o']:.2e} | {r['err_state']:.2e} "
+            f"| {r['prep_ms']:.3f} | {r['scan_ms']:.3f} | {r['ours_ms']:.3f} "
+            f"| {fla_ms:.3f}{tag} | {fla_ms / r['ours_ms']:.2f}x | {r['floor_ms']:.3f} "
+            f"| {r['floor_frac']:.2f} | {r['best_cfg']} |"
+        )
+    print(f"total {time.time() - t_start:.0f}s")
+
+
+if __name__ == "__main__":
+    main()
