@@ -44,9 +44,9 @@ DECODE_CONFIG = {
     "num_splits": 0,
     "swap_qk": False,
     "partial_bf16": False,
+    "merge_block_dv": 128,
 }
 PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2}
-MERGE_BLOCK_DV = 128
 NUM_SMS_FALLBACK = 132
 
 KNOBS = {
@@ -58,6 +58,7 @@ KNOBS = {
         "num_splits": [0, 16, 32, 64, 128],
         "swap_qk": [False, True],
         "partial_bf16": [False, True],
+        "merge_block_dv": [32, 64, 128],
     },
     "prefill": {
         "BLOCK_M": [64, 128],
@@ -383,7 +384,7 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
     )
-    block_dv = min(MERGE_BLOCK_DV, dv)
+    block_dv = min(cfg["merge_block_dv"], dv)
     _decode_merge_kernel[(M, dv // block_dv, B)](
         po,
         lse,
