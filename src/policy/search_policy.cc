@@ -1,0 +1,341 @@
+#include "policy/search_policy.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "goal/task_spec.h"
+
+namespace marathon {
+
+namespace {
+
+constexpr double kFailed = -std::numeric_limits<double>::infinity();
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+double space_size(const std::vector<int>& dims) {
+  double n = 1;
+  for (int d : dims) n *= d;
+  return n;
+}
+
+// The start, then distinct seeded random configurations, n in all (fewer if the grid is small).
+std::vector<KnobConfig> initial_sample(const std::vector<int>& dims, const KnobConfig& start, int n,
+                                       uint64_t seed) {
+  std::vector<KnobConfig> out = {start};
+  std::set<KnobConfig> seen = {start};
+  for (uint64_t i = 0; static_cast<int>(out.size()) < n && i < 64u * n; ++i) {
+    KnobConfig c(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) {
+      c[d] = static_cast<int>(splitmix64(seed ^ (i * 0x100000001b3ULL + d)) % dims[d]);
+    }
+    if (seen.insert(c).second) out.push_back(c);
+  }
+  return out;
+}
+
+// Up to k configurations nearest to `from` (grid steps: one knob one position along its list),
+// skipping `excluded`, in breadth-first order (knob order, the smaller value first).
+std::vector<KnobConfig> neighbours(const std::vector<int>& dims, const KnobConfig& from, size_t k,
+                                   const std::set<KnobConfig>& excluded) {
+  std::vector<KnobConfig> out;
+  std::set<KnobConfig> visited = {from};
+  std::deque<KnobConfig> queue = {from};
+  while (!queue.empty() && out.size() < k && visited.size() < 50000) {
+    KnobConfig c = queue.front();
+    queue.pop_front();
+    for (size_t d = 0; d < dims.size(); ++d) {
+      for (int step : {-1, +1}) {
+        KnobConfig n = c;
+        n[d] += step;
+        if (n[d] < 0 || n[d] >= dims[d] || !visited.insert(n).second) continue;
+        queue.push_back(n);
+        if (!excluded.count(n) && out.size() < k) out.push_back(n);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+SearchStep plan_search(const std::vector<int>& dims, const KnobConfig& start,
+                       const std::map<KnobConfig, double>& results, int budget,
+                       const SearchOptions& o) {
+  const int eta = std::max(2, o.eta);
+  SearchStep step;
+  std::vector<KnobConfig> pool;  // every configuration the plan has scheduled, in order
+  std::set<KnobConfig> in_pool;
+  auto value = [&](const KnobConfig& c) {
+    auto it = results.find(c);
+    return it == results.end() ? kFailed : it->second;
+  };
+  // Schedules c; true when it still needs an evaluation (then it is the next step).
+  auto schedule = [&](const KnobConfig& c) {
+    pool.push_back(c);
+    in_pool.insert(c);
+    return !results.count(c);
+  };
+  auto done = [&](const std::string& why) {
+    step.next.reset();
+    step.why_done = why;
+    return step;
+  };
+
+  int n0 = o.initial > 0 ? o.initial : std::clamp(budget / 4, 2, 16);
+  n0 = static_cast<int>(std::min<double>(n0, space_size(dims)));
+  for (const KnobConfig& c : initial_sample(dims, start, n0, o.seed)) {
+    if (static_cast<int>(pool.size()) >= budget) return done("evaluation budget spent");
+    if (schedule(c)) {
+      step.next = c;
+      return step;
+    }
+  }
+
+  // Ranking: best value first; ties go to the configuration scheduled first.
+  auto ranked = [&] {
+    std::vector<size_t> idx(pool.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](size_t a, size_t b) { return value(pool[a]) > value(pool[b]); });
+    return idx;
+  };
+  auto best_value = [&] {
+    double b = kFailed;
+    for (const auto& c : pool) b = std::max(b, value(c));
+    return b;
+  };
+
+  int survivors = std::max(1, (static_cast<int>(pool.size()) + eta - 1) / eta);
+  double best_before = best_value();
+  int rounds_without_gain = 0;
+  for (int r = 1;; ++r) {
+    step.round = r;
+    step.survivors = survivors;
+    std::vector<size_t> order = ranked();
+    const size_t per_survivor = static_cast<size_t>(std::min(std::pow(eta, r), 1024.0));
+    std::vector<KnobConfig> batch;
+    std::set<KnobConfig> excluded = in_pool;
+    for (int s = 0; s < survivors && s < static_cast<int>(order.size()); ++s) {
+      for (KnobConfig& n : neighbours(dims, pool[order[s]], per_survivor, excluded)) {
+        excluded.insert(n);
+        batch.push_back(std::move(n));
+      }
+    }
+    if (batch.empty()) return done("no unexplored neighbour of the survivors is left");
+    for (const KnobConfig& c : batch) {
+      if (static_cast<int>(pool.size()) >= budget) return done("evaluation budget spent");
+      if (schedule(c)) {
+        step.next = c;
+        return step;
+      }
+    }
+    double best_after = best_value();
+    if (survivors == 1) {
+      rounds_without_gain = best_after > best_before ? 0 : rounds_without_gain + 1;
+      if (rounds_without_gain >= 2) return done("two rounds without improvement");
+    }
+    best_before = best_after;
+    survivors = std::max(1, (survivors + eta - 1) / eta);
+  }
+}
+
+std::map<KnobConfig, double> search_results(const std::vector<Knob>& knobs, const State& state) {
+  std::map<KnobConfig, double> out;
+  const bool minimise = state.goal.direction == "min";
+  for (const LedgerEntry& l : state.ledger) {
+    if (l.kind != "attempt") continue;
+    std::optional<KnobConfig> c = parse_config_text(knobs, l.text);
+    if (!c || out.count(*c)) continue;
+    bool counts = l.correct.value_or(false) && l.score.has_value() && l.failure.empty();
+    out[*c] = counts ? (minimise ? -*l.score : *l.score) : kFailed;
+  }
+  return out;
+}
+
+SearchPolicy::SearchPolicy(std::map<std::string, std::string> files, SearchOptions options)
+    : files_(std::move(files)), options_(options) {
+  knobs_ = parse_knobs(files_);
+  if (knobs_.empty()) {
+    throw std::invalid_argument(
+        "the search policy found no `marathon:knob` line in the task's editable files "
+        "(see docs/tasks.md, \"Tunable knobs\")");
+  }
+}
+
+std::map<std::string, std::string> SearchPolicy::render(const KnobConfig& config) const {
+  std::map<std::string, std::string> values;
+  for (size_t i = 0; i < knobs_.size(); ++i) values[knobs_[i].name] = knobs_[i].values[config[i]];
+  std::map<std::string, std::string> out;
+  for (const auto& [path, text] : files_) out[path] = set_knobs(path, text, values);
+  return out;
+}
+
+int SearchPolicy::evaluation_budget(const State& state) const {
+  // Each evaluation costs one write per file and the evaluate call; keep room for the final
+  // write, evaluation and finish.
+  const int64_t per_eval = static_cast<int64_t>(files_.size()) + 1;
+  int64_t by_calls = (state.limits.max_tool_calls - per_eval - 1) / per_eval;
+  if (state.limits.max_tool_calls <= 0) by_calls = 1000;
+  int64_t b = std::max<int64_t>(1, by_calls);
+  if (options_.max_evals > 0) b = std::min<int64_t>(b, options_.max_evals);
+  return static_cast<int>(b);
+}
+
+namespace {
+
+json tool_call(const std::string& id, const std::string& name, const json& args) {
+  return {
+      {"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args.dump()}}}};
+}
+
+std::string score_text(double v, bool minimise) {
+  if (std::isinf(v)) return "none correct";
+  return fmt::format("{:.4g}", minimise ? -v : v);
+}
+
+}  // namespace
+
+PolicyReply SearchPolicy::next(const PolicyRequest& request) {
+  if (!request.state) throw std::invalid_argument("the search policy needs the run's state");
+  const State& s = *request.state;
+  const bool minimise = s.goal.direction == "min";
+  std::vector<int> dims;
+  KnobConfig start;
+  for (const Knob& k : knobs_) {
+    dims.push_back(static_cast<int>(k.values.size()));
+    start.push_back(k.start_index());
+  }
+  std::map<KnobConfig, double> results = search_results(knobs_, s);
+  const int budget = evaluation_budget(s);
+  SearchStep step = plan_search(dims, start, results, budget, options_);
+
+  // The best configuration so far (first evaluated wins a tie: std::map order is not plan order,
+  // so compare by value then by the ledger's order).
+  std::optional<KnobConfig> best;
+  double best_v = kFailed;
+  std::optional<KnobConfig> last;
+  for (const LedgerEntry& l : s.ledger) {
+    if (l.kind != "attempt") continue;
+    auto c = parse_config_text(knobs_, l.text);
+    if (!c) continue;
+    last = c;
+    double v = results.at(*c);
+    if (!best || v > best_v) best = c, best_v = v;
+  }
+
+  // Stuck guard: evaluate calls that left no attempt in the ledger (e.g. a failing tool).
+  int64_t evaluate_calls = 0, attempts = 0;
+  for (const auto& t : s.tool_history) evaluate_calls += t.name == "evaluate";
+  for (const auto& l : s.ledger) attempts += l.kind == "attempt";
+  const int64_t per_eval = static_cast<int64_t>(files_.size()) + 1;
+  const int64_t room = s.limits.max_tool_calls > 0 ? s.limits.max_tool_calls - s.used.tool_calls
+                                                   : std::numeric_limits<int64_t>::max();
+
+  PolicyReply reply;
+  reply.provider = "search";
+  reply.model = fmt::format("successive-halving(eta={})", std::max(2, options_.eta));
+  reply.finish_reason = "tool_calls";
+  json calls = json::array();
+  const std::string id_base = fmt::format("search-{}", s.last_seq);
+  auto evaluate = [&](const KnobConfig& c, const std::string& content) {
+    int i = 0;
+    for (const auto& [path, text] : render(c)) {
+      calls.push_back(tool_call(fmt::format("{}-w{}", id_base, i++), "write_file",
+                                {{"path", path}, {"content", text}}));
+    }
+    calls.push_back(tool_call(id_base + "-e", "evaluate", {{"strategy", config_text(knobs_, c)}}));
+    reply.message = {{"role", "assistant"}, {"content", content}, {"tool_calls", calls}};
+  };
+  auto finish = [&](const std::string& why) {
+    std::string summary =
+        best && !std::isinf(best_v)
+            ? fmt::format("Search finished ({}): best {} = {} after {} evaluations.", why,
+                          config_text(knobs_, *best), score_text(best_v, minimise), results.size())
+            : fmt::format("Search finished ({}): no correct configuration in {} evaluations.", why,
+                          results.size());
+    calls.push_back(tool_call(id_base + "-f", "finish", {{"summary", summary}}));
+    reply.message = {{"role", "assistant"}, {"content", summary}, {"tool_calls", calls}};
+  };
+
+  std::string why_stop;
+  if (evaluate_calls > attempts + 3) {
+    why_stop =
+        fmt::format("{} evaluate calls left no result in the ledger", evaluate_calls - attempts);
+  } else if (room < per_eval + per_eval + 1) {
+    why_stop = "tool-call budget nearly spent";
+  } else if (!step.next) {
+    why_stop = step.why_done;
+  }
+
+  if (why_stop.empty()) {
+    std::string best_txt = best ? fmt::format("best so far {} = {}", config_text(knobs_, *best),
+                                              score_text(best_v, minimise))
+                                : "nothing evaluated yet";
+    std::string stage =
+        step.round == 0 ? "round 0 (initial sample)"
+                        : fmt::format("round {} ({} survivor{}, neighbours of each)", step.round,
+                                      step.survivors, step.survivors == 1 ? "" : "s");
+    evaluate(*step.next, fmt::format("Successive halving, {}: trying {}; {}.", stage,
+                                     config_text(knobs_, *step.next), best_txt));
+    return reply;
+  }
+  // Done: leave the best configuration in the workspace (its evaluation is a cache hit), then
+  // finish.
+  if (best && !std::isinf(best_v) && last != best && room >= per_eval + 1) {
+    evaluate(*best,
+             fmt::format("Search done ({}). Restoring the best configuration {} = {}.", why_stop,
+                         config_text(knobs_, *best), score_text(best_v, minimise)));
+    return reply;
+  }
+  finish(why_stop);
+  return reply;
+}
+
+std::unique_ptr<Policy> make_search_policy(const State& state, SearchOptions options) {
+  namespace fs = std::filesystem;
+  const std::string task_dir = state.config.value("task_dir", "");
+  const json& files = state.task.value("files", json::object());
+  if (task_dir.empty() || !files.is_object()) {
+    throw std::invalid_argument("the search policy needs the run's task (task_dir and files)");
+  }
+  fs::path starter = fs::path(task_dir) / files.value("starter_dir", "starter");
+  std::vector<std::string> editable = files.value("editable", std::vector<std::string>{});
+  std::map<std::string, std::string> texts;
+  for (const std::string& rel : files.value("starter", std::vector<std::string>{})) {
+    bool is_editable = false;
+    for (const auto& g : editable) is_editable = is_editable || glob_match(g, rel);
+    if (!is_editable) continue;
+    std::ifstream in(starter / rel, std::ios::binary);
+    if (!in) {
+      throw std::invalid_argument("search policy: cannot read starter file " +
+                                  (starter / rel).string());
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!parse_knobs(rel, ss.str()).empty()) texts[rel] = ss.str();
+  }
+  if (texts.empty()) {
+    throw std::invalid_argument(fmt::format(
+        "task {} declares no knobs in its editable starter files ({}); the search policy needs "
+        "`marathon:knob` lines (docs/tasks.md)",
+        state.task.value("name", "?"), starter.string()));
+  }
+  return std::make_unique<SearchPolicy>(std::move(texts), options);
+}
+
+}  // namespace marathon
