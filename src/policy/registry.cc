@@ -7,6 +7,7 @@
 #include "llm/llm_policy.h"
 #include "llm/provider_registry.h"
 #include "policy/replay_policy.h"
+#include "policy/search_policy.h"
 
 namespace marathon {
 
@@ -54,7 +55,8 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyOptions
     return std::make_unique<ReplayPolicy>(*o.replay_events);
   }
   if (name == "search") {
-    throw std::invalid_argument("policy search is not built into this binary yet");
+    if (!o.state) throw std::invalid_argument("policy search needs the run's state");
+    return make_search_policy(*o.state);
   }
   throw std::invalid_argument(
       fmt::format("unknown policy \"{}\"; the policies are: {}", name, names_text()));
