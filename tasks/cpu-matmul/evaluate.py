@@ -82,7 +82,11 @@ def first_errors(text, limit=12):
 def cache_dir():
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     d = Path(base) / "marathon" / "cpu-matmul"
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:  # no writable home: a per-user folder under the temp dir
+        d = Path(tempfile.gettempdir()) / f"marathon-cpu-matmul-{os.getuid()}"
+        d.mkdir(parents=True, exist_ok=True)
     return d
 
 
