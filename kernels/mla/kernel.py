@@ -43,7 +43,7 @@ DECODE_CONFIG = {
     "num_stages": 2,
     "num_splits": 0,
     "swap_qk": False,
-    "partial_bf16": False,
+    "partial_bf16": True,
     "merge_block_dv": 128,
 }
 PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2}
