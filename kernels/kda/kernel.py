@@ -92,7 +92,11 @@ def _bf(x, INTERP: tl.constexpr):
 
 @triton.jit
 def _mm(a, b, PREC: tl.constexpr):
-    return tl.dot(a, b, input_precision=PREC)
+    """a @ b in float32 accumulation; PREC "bf16" rounds the operands to bf16 first."""
+    if PREC == "bf16":
+        return tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16))
+    else:
+        return tl.dot(a, b, input_precision=PREC)
 
 
 @triton.jit
@@ -159,16 +163,8 @@ def _rowblock(A, P, k_p, q_p, g_p, bI, G64, k64, r64, t0, T, row_stride, scale,
     kr = _rows(k_p, t0 + 16 * I, T, row_stride, 16, BK) * e * bI[:, None]
     qr = _rows(q_p, t0 + 16 * I, T, row_stride, 16, BK) * e * scale
     col = tl.where((r64 < 16 * I + 16)[:, None], k64 * tl.exp(m[None, :] - G64), 0.0)
-    if PREC == "bf16":
-        kr = kr.to(tl.bfloat16)
-        qr = qr.to(tl.bfloat16)
-        col = col.to(tl.bfloat16)
-        A = tl.dot(kr, tl.trans(col), A)
-        P = tl.dot(qr, tl.trans(col), P)
-    else:
-        A = tl.dot(kr, tl.trans(col), A, input_precision=PREC)
-        P = tl.dot(qr, tl.trans(col), P, input_precision=PREC)
-    return A, P
+    col = tl.trans(col)
+    return A + _mm(kr, col, PREC), P + _mm(qr, col, PREC)
 
 
 @triton.jit
@@ -176,7 +172,7 @@ def _kda_prep(
     q, k, v, g, beta,
     qg_out, kd_out, w_out, u_out, aqk_out, gc_out,
     scale, T, H, NT, TP,
-    K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr,
+    K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr, WPREC: tl.constexpr,
     INTERP: tl.constexpr,
 ):  # fmt: skip
     c = tl.program_id(0)
@@ -261,11 +257,11 @@ def _kda_prep(
         x2 = _rows(k_p + ks, t0 + 32, T, H * K, 16, BK) * tl.exp(G2) * b2[:, None]
         x3 = _rows(k_p + ks, t0 + 48, T, H * K, 16, BK) * tl.exp(G3) * b3[:, None]
         wo = w_out + o_row * K + ks
-        _put(wo, t0, K, _mm(t00, x0, PREC), 16, BK, INTERP)
-        _put(wo, t0 + 16, K, _mm(t10, x0, PREC) + _mm(t11, x1, PREC), 16, BK, INTERP)
-        y = _mm(t20, x0, PREC) + _mm(t21, x1, PREC) + _mm(t22, x2, PREC)
+        _put(wo, t0, K, _mm(t00, x0, WPREC), 16, BK, INTERP)
+        _put(wo, t0 + 16, K, _mm(t10, x0, WPREC) + _mm(t11, x1, WPREC), 16, BK, INTERP)
+        y = _mm(t20, x0, WPREC) + _mm(t21, x1, WPREC) + _mm(t22, x2, WPREC)
         _put(wo, t0 + 32, K, y, 16, BK, INTERP)
-        y = _mm(t30, x0, PREC) + _mm(t31, x1, PREC) + _mm(t32, x2, PREC) + _mm(t33, x3, PREC)
+        y = _mm(t30, x0, WPREC) + _mm(t31, x1, WPREC) + _mm(t32, x2, WPREC) + _mm(t33, x3, WPREC)
         _put(wo, t0 + 48, K, y, 16, BK, INTERP)
 
     # ---- u = T (beta v), over V-slices ----
@@ -275,11 +271,11 @@ def _kda_prep(
         x2 = _rows(v_p + vs, t0 + 32, T, H * V, 16, BK) * b2[:, None]
         x3 = _rows(v_p + vs, t0 + 48, T, H * V, 16, BK) * b3[:, None]
         uo = u_out + o_row * V + vs
-        _put(uo, t0, V, _mm(t00, x0, PREC), 16, BK, INTERP)
-        _put(uo, t0 + 16, V, _mm(t10, x0, PREC) + _mm(t11, x1, PREC), 16, BK, INTERP)
-        y = _mm(t20, x0, PREC) + _mm(t21, x1, PREC) + _mm(t22, x2, PREC)
+        _put(uo, t0, V, _mm(t00, x0, WPREC), 16, BK, INTERP)
+        _put(uo, t0 + 16, V, _mm(t10, x0, WPREC) + _mm(t11, x1, WPREC), 16, BK, INTERP)
+        y = _mm(t20, x0, WPREC) + _mm(t21, x1, WPREC) + _mm(t22, x2, WPREC)
         _put(uo, t0 + 32, V, y, 16, BK, INTERP)
-        y = _mm(t30, x0, PREC) + _mm(t31, x1, PREC) + _mm(t32, x2, PREC) + _mm(t33, x3, PREC)
+        y = _mm(t30, x0, WPREC) + _mm(t31, x1, WPREC) + _mm(t32, x2, WPREC) + _mm(t33, x3, WPREC)
         _put(uo, t0 + 48, V, y, 16, BK, INTERP)
 
 
@@ -343,7 +339,7 @@ def _kda_scan(
 
 
 # Tuning knobs (measured on an H200, see docs/kernels.md); bv None picks by the number of programs.
-CONFIG = dict(bv=None, prec="tf32", scan_warps=4, scan_stages=2, prep_warps=4, bk=32)
+CONFIG = dict(bv=None, prec="tf32", wprec="tf32", scan_warps=4, scan_stages=2, prep_warps=4, bk=32)
 
 
 def kda_fwd(q, k, v, g, beta, scale, initial_state=None, output_final_state=False):
@@ -357,7 +353,9 @@ def kda_fwd(q, k, v, g, beta, scale, initial_state=None, output_final_state=Fals
 def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=False, **cfg):
     """kda_fwd with explicit tuning knobs (keys of CONFIG)."""
     c = dict(CONFIG, **cfg)
-    prep = kda_prepare(q, k, v, g, beta, scale, prec=c["prec"], prep_warps=c["prep_warps"], bk=c["bk"])
+    prep = kda_prepare(
+        q, k, v, g, beta, scale, prec=c["prec"], wprec=c["wprec"], prep_warps=c["prep_warps"], bk=c["bk"]
+    )
     return kda_scan(
         prep,
         initial_state,
@@ -368,7 +366,7 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
     )
 
 
-def kda_prepare(q, k, v, g, beta, scale, prec="tf32", prep_warps=4, bk=32):
+def kda_prepare(q, k, v, g, beta, scale, prec="tf32", wprec="tf32", prep_warps=4, bk=32):
     """Kernel 1: the chunk-parallel part. Returns the buffers the scan reads, as a dict."""
     B, T, H, K = q.shape
     V = v.shape[-1]
@@ -386,7 +384,7 @@ def kda_prepare(q, k, v, g, beta, scale, prec="tf32", prep_warps=4, bk=32):
     bk = min(bk, K, V)
     interp = q.device.type == "cpu"  # Triton's interpreter (TRITON_INTERPRET=1)
     if interp:
-        prec = "ieee"  # the interpreter computes float32 dots exactly anyway
+        prec = wprec = "ieee"  # the interpreter computes float32 dots exactly anyway
     q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
     g = g.float()
     dev = q.device
@@ -401,7 +399,7 @@ def kda_prepare(q, k, v, g, beta, scale, prec="tf32", prep_warps=4, bk=32):
     gc = torch.empty(BH, NT, K, device=dev, dtype=torch.float32)
     _kda_prep[(NT, BH)](
         q, k, v, g, beta, qg, kd, w, u, aqk, gc, float(scale), T, H, NT, TP,
-        K=K, V=V, BK=bk, PREC=prec, INTERP=interp, num_warps=prep_warps,
+        K=K, V=V, BK=bk, PREC=prec, WPREC=wprec, INTERP=interp, num_warps=prep_warps,
     )  # fmt: skip
     return dict(
         qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc,
