@@ -342,6 +342,18 @@ def _kda_scan(
 CONFIG = dict(bv=None, prec="tf32", wprec="tf32", scan_warps=4, scan_stages=2, prep_warps=4, bk=32)
 
 
+# The values a search may try for each knob of CONFIG.
+KNOBS = {
+    "bv": [16, 32, 64],
+    "prec": ["tf32", "bf16"],
+    "wprec": ["tf32", "bf16"],
+    "scan_warps": [4, 8],
+    "scan_stages": [2, 3],
+    "prep_warps": [4, 8],
+    "bk": [16, 32, 64],
+}
+
+
 def kda_fwd(q, k, v, g, beta, scale, initial_state=None, output_final_state=False):
     """KDA forward. q, k: [B, T, H, K] bf16; v: [B, T, H, V] bf16; g: [B, T, H, K] float32 per-step
     log decay (not cumulated); beta: [B, T, H]; scale: float or None (K**-0.5); initial_state:
