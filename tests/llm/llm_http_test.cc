@@ -171,7 +171,7 @@ TEST(OpenAiProvider, BadToolArgumentsAndUnknownToolAreFlaggedAndTheReplyKept) {
 TEST(OpenAiProvider, UnreachableServerIsATransportErrorAfterRetries) {
   int port;
   {
-    ScriptedLlmServer gone({});
+    ScriptedLlmServer gone(std::vector<ScriptedResponse>{});
     port = gone.port();
   }  // stopped: nothing listens there now
   ProviderConfig c;
@@ -191,7 +191,7 @@ TEST(OpenAiProvider, UnreachableServerIsATransportErrorAfterRetries) {
 
 TEST(OpenAiProvider, SlowServerHitsTheTimeout) {
   ScriptedResponse slow = testing::openai_text("late");
-  slow.delay_s = 3;
+  slow.delay_s = 2;
   ScriptedLlmServer server({slow});
   ProviderConfig c;
   c.provider = "vllm";
@@ -202,7 +202,7 @@ TEST(OpenAiProvider, SlowServerHitsTheTimeout) {
   ChatResult r = make_provider(c)->chat(request_with_tools());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error->kind, ErrorKind::kTransport);
-  EXPECT_NE(r.error->message.find("imeout"), std::string::npos) << r.error->message;
+  EXPECT_NE(r.error->message.find("timed out"), std::string::npos) << r.error->message;
 }
 
 TEST(OpenAiProvider, CostIsUsageTimesTheModelsPrice) {
