@@ -1,0 +1,45 @@
+"""Nsight Compute's raw CSV reduced to the few lines an agent acts on (parsed without a GPU)."""
+
+from harness.ceilings import floor_ms
+from harness.profile import parse_ncu_csv, summarize
+
+CSV = """==PROF== Connected to process 123
+"ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum","dram__bytes_write.sum","launch__registers_per_thread","sm__warps_active.avg.pct_of_peak_sustained_active","l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum","l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"
+"","","usecond","Mbyte","Kbyte","register/thread","%","byte","byte","ratio","ratio"
+"0","split_kernel","2.5","9.4","16","128","45.5","0","0","3.1","0.4"
+"1","merge_kernel","1,000","0.2","64","40","12.0","2048","1024","0.2","1.5"
+"""
+
+CEIL = {"copy_TBps": 4.0, "bf16_TFLOPs": 700.0}
+
+
+def test_ncu_csv_rows_are_read_with_units():
+    rows = parse_ncu_csv(CSV)
+    assert [r["name"] for r in rows] == ["split_kernel", "merge_kernel"]
+    assert rows[0]["gpu__time_duration.sum"] == 2500.0  # ns
+    assert rows[0]["dram__bytes_read.sum"] == 9.4e6
+    assert rows[1]["gpu__time_duration.sum"] == 1e6  # "1,000" us
+
+
+def test_summary_names_bandwidth_occupancy_registers_spills_and_top_stall():
+    s = summarize(parse_ncu_csv(CSV), CEIL)
+    first = next(line for line in s["lines"] if line.startswith("split_kernel"))
+    assert "GB/s" in first and "% of measured copy" in first
+    assert "occupancy 46%" in first and "128 regs/thread" in first and "no spills" in first
+    assert "top stall long_scoreboard" in first
+    merge = next(k for k in s["kernels"] if k["name"] == "merge_kernel")
+    assert merge["spill_bytes"] == 3072 and merge["top_stall"] == "barrier"
+
+
+def test_summary_reports_flop_rate_against_the_measured_matmul():
+    s = summarize(parse_ncu_csv(CSV), CEIL, flops=7e9)
+    assert "TFLOP/s" in s["lines"][0] and "% of measured bf16 matmul" in s["lines"][0]
+
+
+def test_empty_ncu_output_gives_no_rows():
+    assert parse_ncu_csv("==PROF== No kernels were profiled.\n") == []
+
+
+def test_floor_is_bound_by_bytes_or_flops_whichever_is_slower():
+    assert abs(floor_ms({"bytes": 4e9, "flops": 0}, CEIL) - 1.0) < 1e-9
+    assert abs(floor_ms({"bytes": 4e6, "flops": 7e12}, CEIL) - 10.0) < 1e-9
