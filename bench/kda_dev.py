@@ -158,6 +158,7 @@ def main():
     ap.add_argument("--compile-one", default=None)
     ap.add_argument("--no-precompile", action="store_true")
     ap.add_argument("--fla-only", action="store_true", help="ours vs FLA at the first shape")
+    ap.add_argument("--profile-once", action="store_true", help="one call, for ncu")
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--fla", default="none")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "kda.json"))
@@ -171,6 +172,13 @@ def main():
         return
     if args.fla_only:
         fla_headline(kk, args)
+        return
+    if args.profile_once:
+        # one call at the first shape, for a profiler: ncu -k regex:_kda python3 ... --profile-once
+        B, T, H, D = SHAPES[0]
+        q, k, v, g, beta = inputs(B, T, H, D, seed=0)
+        kk.kda_fwd(q, k, v, g, beta, D**-0.5)
+        torch.cuda.synchronize()
         return
     ref = load("kda_reference", "kernels/kda/reference.py")
     print(f"GPU {torch.cuda.get_device_name()}  torch {torch.__version__}", flush=True)
