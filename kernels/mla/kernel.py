@@ -45,6 +45,7 @@ DECODE_CONFIG = {
     "swap_qk": False,
     "partial_bf16": True,
     "merge_block_dv": 128,
+    "lazy_rescale": False,
 }
 PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2}
 NUM_SMS_FALLBACK = 132
@@ -59,6 +60,7 @@ KNOBS = {
         "swap_qk": [False, True],
         "partial_bf16": [False, True],
         "merge_block_dv": [32, 64, 128],
+        "lazy_rescale": [False, True],
     },
     "prefill": {
         "BLOCK_M": [64, 128],
@@ -106,6 +108,7 @@ def _decode_split_kernel(
     DV: tl.constexpr,
     D_PE: tl.constexpr,
     SWAP_QK: tl.constexpr,
+    LAZY_RESCALE: tl.constexpr,
     F32_DOT: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
@@ -153,13 +156,24 @@ def _decode_split_kernel(
         visible = col_ok[None, :] & (cols[None, :] <= limit[:, None])
         s = tl.where(visible, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
+        if LAZY_RESCALE:
+            # keep a stale running max until some row's grows by more than 2^8: p stays <= 256,
+            # and most tiles skip the rescale of the whole accumulator
+            if tl.max(m_new - m_i, 0) > 8.0:
+                alpha = tl.exp2(m_i - m_new)
+                acc = acc * alpha[:, None]
+                l_i = l_i * alpha
+                m_i = m_new
+            p = tl.exp2(s - m_i[:, None])
+            l_i = l_i + tl.sum(p, 1)
+        else:
+            alpha = tl.exp2(m_i - m_new)
+            p = tl.exp2(s - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None]
+            m_i = m_new
         # the same kv rows, already on chip, are the values
-        acc = acc * alpha[:, None]
         acc = _dot(p.to(kv_nope.dtype), kv_nope, acc, F32_DOT)
-        m_i = m_new
 
     empty = l_i == 0.0
     l_safe = tl.where(empty, 1.0, l_i)
@@ -381,6 +395,7 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
         DV=dv,
         D_PE=d_pe,
         SWAP_QK=cfg["swap_qk"],
+        LAZY_RESCALE=cfg["lazy_rescale"],
         F32_DOT=_interpreting(),
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],

@@ -88,6 +88,17 @@ def test_decode_is_not_the_uncausal_answer():
     assert R.rms_rel_err(out.cpu(), uncausal) > 10 * TOL, "decode ignored the causal mask"
 
 
+@pytest.mark.parametrize("swap_qk", [False, True])
+def test_decode_lazy_rescale_survives_a_growing_maximum(swap_qk):
+    # later cache rows score far higher than early ones, so the stale maximum must be refreshed
+    q, kv = _inputs(2, 2, 4, 61, seed=21)
+    kv[:, 30:40] *= 4
+    kv[:, 50:] *= 8
+    cfg = {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 2, "lazy_rescale": True, "swap_qk": swap_qk}
+    out = K.decode_with_config(q, kv, 0.3, DV, cfg)
+    _check(out, R.mla_reference(q.cpu(), kv.cpu(), 0.3, DV), f"decode lazy rescale {cfg}")
+
+
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize(
     "B,S,H,cfg",
