@@ -1,0 +1,181 @@
+// bench_context: prompt assembly time at 1,000 steps, and the prompt size over a long scripted run.
+//   bench_context                      both (the size table first, then Google Benchmark)
+//   bench_context --table-only STEPS   only the size table
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "context/compaction.h"
+#include "context/prompt_builder.h"
+#include "context/token_estimate.h"
+#include "core/fold.h"
+
+using namespace marathon;
+using namespace marathon::context;
+
+namespace {
+
+std::string filler(size_t bytes, int seed) {
+  std::string s;
+  for (size_t i = 0; s.size() < bytes; ++i) {
+    s += static_cast<char>('a' + (i * 7 + seed) % 26);
+    s += static_cast<char>('a' + (i * 3) % 26);
+    s += (i % 9 == 8) ? '\n' : ' ';
+  }
+  s.resize(bytes);
+  return s;
+}
+
+class Summariser : public Policy {
+ public:
+  std::string name() const override { return "bench"; }
+  PolicyReply next(const PolicyRequest&) override {
+    PolicyReply r;
+    r.message = {{"role", "assistant"}, {"content", "Summary of the earlier turns. " + filler(1500, 3)}};
+    return r;
+  }
+};
+
+// A scripted run: read_file / write_file / run / evaluate / note, with compaction as the loop does it.
+struct Run {
+  std::vector<Event> events;
+  State state;
+  ContextConfig cfg;
+  json tools = json::array();
+  std::map<std::string, std::string> blobs;
+  Summariser summariser;
+
+  explicit Run(int64_t window) {
+    add(ev::kRunCreated, {{"run_id", "bench"},
+                          {"task", {{"name", "cpu-matmul"}, {"description", "Make matmul fast."}}},
+                          {"goal", {{"objective", "4x"}, {"metric", "speedup"}, {"target", 4.0}}},
+                          {"budget", {{"max_tool_calls", 100000}}},
+                          {"config", {{"context_window", window}}}});
+    cfg = ContextConfig::from_run_config(state.config);
+    for (const char* n : {"read_file", "write_file", "edit_file", "list_files", "grep", "run",
+                          "evaluate", "note", "revert", "finish", "recall"}) {
+      tools.push_back({{"type", "function"},
+                       {"function", {{"name", n}, {"description", filler(200, 1)},
+                                     {"parameters", {{"type", "object"}}}}}});
+    }
+  }
+  const Event& add(const std::string& type, json payload) {
+    Event e;
+    e.seq = static_cast<int64_t>(events.size()) + 1;
+    e.id = "e" + std::to_string(e.seq);
+    e.recorded_at_us = e.seq * 1000;
+    e.type = type;
+    e.payload = std::move(payload);
+    apply(state, e);
+    events.push_back(std::move(e));
+    return events.back();
+  }
+  ContextIO io() {
+    return {[this](const NewEvent& n) { return add(n.type, n.payload); },
+            [this](const std::string& b) {
+              std::string sha = "b" + std::to_string(blobs.size());
+              blobs[sha] = b;
+              return sha;
+            },
+            [this](const std::string& s) -> std::optional<std::string> { return blobs.at(s); }};
+  }
+  // One step: compaction (if planned), prompt, request, response, tool call. Returns the prompt.
+  Prompt step(int i, bool compact) {
+    if (compact) {
+      CompactionPlan p = plan_compaction(state, events, cfg, tools);
+      if (p.needed()) run_compaction(p, State(state), std::vector<Event>(events), cfg, &summariser, io(), tools);
+    }
+    Prompt prompt = build_prompt(state, events, cfg, tools);
+    add(ev::kModelRequest, {{"turn", 1}, {"tokens_estimate", prompt.tokens_raw}});
+    std::string id = "c" + std::to_string(i);
+    const char* name = i % 10 == 9 ? "evaluate" : i % 3 == 0 ? "write_file" : i % 3 == 1 ? "read_file" : "run";
+    json args = std::string(name) == "write_file"
+                    ? json{{"path", "kernel.cc"}, {"content", filler(1500, i)}}
+                    : json{{"path", "kernel.cc"}};
+    add(ev::kModelResponse,
+        {{"message", {{"content", "Step " + std::to_string(i) + ": trying the next variant"},
+                      {"tool_calls", json::array({{{"id", id}, {"name", name}, {"arguments", args.dump()}}})}}},
+         {"usage", {{"prompt_tokens", prompt.tokens_raw * 11 / 10}, {"completion_tokens", 60}}}});
+    add(ev::kToolStarted, {{"call_id", id}, {"name", name}, {"arguments", args}});
+    std::string out = std::string(name) == "read_file" ? filler(2500 + i * 37 % 2000, i)
+                      : std::string(name) == "run"     ? filler(900 + i * 13 % 800, i)
+                                                       : "ok";
+    add(ev::kToolFinished, {{"call_id", id}, {"name", name}, {"ok", true}, {"output", out}});
+    if (i % 10 == 9) {
+      add(ev::kEvalFinished, {{"candidate", "cand" + std::to_string(i)},
+                              {"status", "ok"},
+                              {"result", {{"correct", i % 20 != 19}, {"score", 1.0 + (i % 97) / 50.0}}},
+                              {"strategy", "variant " + std::to_string(i % 13)}});
+    }
+    if (i % 50 == 0) add(ev::kLedgerNoted, {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
+    return prompt;
+  }
+};
+
+Run& run_at_1000() {
+  static Run* r = [] {
+    auto* run = new Run(128000);
+    for (int i = 0; i < 1000; ++i) run->step(i, true);
+    return run;
+  }();
+  return *r;
+}
+
+void BM_BuildPromptAt1000Steps(benchmark::State& st) {
+  Run& r = run_at_1000();
+  for (auto _ : st) benchmark::DoNotOptimize(build_prompt(r.state, r.events, r.cfg, r.tools));
+  st.counters["events"] = static_cast<double>(r.events.size());
+  st.counters["prompt_tokens"] =
+      static_cast<double>(build_prompt(r.state, r.events, r.cfg, r.tools).tokens_estimate);
+}
+BENCHMARK(BM_BuildPromptAt1000Steps)->Unit(benchmark::kMillisecond);
+
+void BM_PlanCompactionAt1000Steps(benchmark::State& st) {
+  Run& r = run_at_1000();
+  for (auto _ : st) benchmark::DoNotOptimize(plan_compaction(r.state, r.events, r.cfg, r.tools));
+}
+BENCHMARK(BM_PlanCompactionAt1000Steps)->Unit(benchmark::kMillisecond);
+
+void BM_BuildPromptAt1000StepsNoCompaction(benchmark::State& st) {
+  static Run* r = [] {
+    auto* run = new Run(128000);
+    for (int i = 0; i < 1000; ++i) run->step(i, false);
+    return run;
+  }();
+  for (auto _ : st) benchmark::DoNotOptimize(build_prompt(r->state, r->events, r->cfg, r->tools));
+}
+BENCHMARK(BM_BuildPromptAt1000StepsNoCompaction)->Unit(benchmark::kMillisecond);
+
+void size_table(int steps) {
+  Run r(32000);
+  std::printf(
+      "| step | events | prompt tokens (est.) | prompt bytes | messages | elisions | summaries |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (int i = 0; i < steps; ++i) {
+    Prompt p = r.step(i, true);
+    if (i % 100 == 0 || i == steps - 1) {
+      int elisions = 0;
+      for (const Event& e : r.events) elisions += e.type == kCompactionElided;
+      std::printf("| %d | %zu | %lld | %zu | %zu | %d | %lld |\n", i, r.events.size(),
+                  static_cast<long long>(p.tokens_estimate), p.messages.dump().size(),
+                  p.messages.size(), elisions, static_cast<long long>(r.state.compactions));
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--table-only") == 0) {
+    size_table(std::atoi(argv[2]));
+    return 0;
+  }
+  std::printf("Prompt size over a scripted run (32k window):\n\n");
+  size_table(1200);
+  std::printf("\n");
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}
