@@ -5,9 +5,7 @@
 
 namespace marathon {
 
-std::string to_string(Durability d) {
-  return d == Durability::kDurable ? "durable" : "ephemeral";
-}
+std::string to_string(Durability d) { return d == Durability::kDurable ? "durable" : "ephemeral"; }
 
 Durability durability_from_string(const std::string& s) {
   if (s == "durable") return Durability::kDurable;
@@ -30,7 +28,8 @@ json to_json(const Event& e) {
 namespace {
 const json& field(const json& j, const char* name) {
   auto it = j.find(name);
-  if (it == j.end()) throw std::invalid_argument(std::string("event JSON lacks field '") + name + "'");
+  if (it == j.end())
+    throw std::invalid_argument(std::string("event JSON lacks field '") + name + "'");
   return *it;
 }
 }  // namespace
@@ -49,7 +48,8 @@ Event event_from_json(const json& j) {
     e.causation = j.value("causation", std::string());
     e.payload = field(j, "payload");
   } catch (const json::exception& ex) {
-    throw std::invalid_argument(std::string("event JSON has a field of the wrong type: ") + ex.what());
+    throw std::invalid_argument(std::string("event JSON has a field of the wrong type: ") +
+                                ex.what());
   }
   return e;
 }

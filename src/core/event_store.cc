@@ -164,15 +164,17 @@ std::vector<Event> EventStore::append_batch(const std::vector<NewEvent>& events)
     }
   }
   for (const NewEvent& n : events) {
-    if (n.type.empty()) throw StoreError("event log " + path_ + ": cannot append an event with no type");
+    if (n.type.empty())
+      throw StoreError("event log " + path_ + ": cannot append an event with no type");
     if (!n.payload.is_object()) {
       throw StoreError("event log " + path_ + ": payload of " + n.type + " is not a JSON object");
     }
     if (!n.id.empty()) {  // the id is the idempotency anchor: appending it again is a no-op
       if (auto old = find_by_id(n.id)) {
         if (old->type != n.type || dump_payload(old->payload) != dump_payload(n.payload)) {
-          throw StoreError("event log " + path_ + ": event id " + n.id + " is already used by seq " +
-                           std::to_string(old->seq) + " with different content");
+          throw StoreError("event log " + path_ + ": event id " + n.id +
+                           " is already used by seq " + std::to_string(old->seq) +
+                           " with different content");
         }
         out.push_back(*old);
         continue;
@@ -250,7 +252,8 @@ std::optional<Event> EventStore::find_by_id(const std::string& id) const {
 }
 
 std::string EventStore::put_blob(const std::string& bytes) {
-  if (read_only_) throw StoreError("event log " + path_ + ": opened read-only, cannot store a blob");
+  if (read_only_)
+    throw StoreError("event log " + path_ + ": opened read-only, cannot store a blob");
   std::string sha = sha256_hex(bytes);
   Stmt s(db_, path_, "INSERT OR IGNORE INTO blobs(sha256, bytes) VALUES (?, ?)");
   s.bind(1, sha).bind_blob(2, bytes).step();

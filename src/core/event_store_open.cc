@@ -89,7 +89,8 @@ void check_log(sqlite3* db, const std::string& path) {
     tables = static_cast<int>(t.int64(0));
   }
   if (tables != 3) {
-    reject(path, "a SQLite database that is not a marathon event log (no meta/events/blobs tables)");
+    reject(path,
+           "a SQLite database that is not a marathon event log (no meta/events/blobs tables)");
   }
   std::string format, version;
   {
@@ -144,7 +145,8 @@ void fsync_dir(const fs::path& dir) {
 // Builds the schema in a temporary file and links it into place, so `path` either does not exist
 // or holds a complete, empty log.
 void create_file(const std::string& path) {
-  if (exists(path) && size_or_zero(path) > 0) reject(path, "cannot create: the file already exists");
+  if (exists(path) && size_or_zero(path) > 0)
+    reject(path, "cannot create: the file already exists");
   fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent)) {
     reject(path, "cannot create: directory " + parent.string() + " does not exist");
@@ -197,8 +199,20 @@ std::unique_ptr<EventStore> EventStore::open(const std::string& path, Mode mode)
       create_file(path);
       db = open_connection(path, SQLITE_OPEN_READWRITE);
       break;
-    case Mode::kReadOnly:
-      return std::unique_ptr<EventStore>(new EventStore(open_checked_read_only(path), path, true));
+    case Mode::kReadOnly: {
+      // The checked file is then read through a read-write connection made query-only: as the
+      // last connection to close it removes the -wal/-shm files, which a read-only connection
+      // would leave behind. A file we may not write is read through a read-only one.
+      sqlite3_close(open_checked_read_only(path));
+      try {
+        db = open_connection(path, SQLITE_OPEN_READWRITE);
+        exec(db, path, "PRAGMA query_only=1");
+      } catch (const StoreError&) {
+        sqlite3_close(db);
+        db = open_connection(path, SQLITE_OPEN_READONLY);
+      }
+      return std::unique_ptr<EventStore>(new EventStore(db, path, true));
+    }
     case Mode::kOpen:
       sqlite3_close(open_checked_read_only(path));
       db = open_connection(path, SQLITE_OPEN_READWRITE);

@@ -12,13 +12,14 @@ namespace {
 class Payload {
  public:
   explicit Payload(const Event& e) : Payload(e.payload, e.seq, e.type) {}
-  Payload(const json& j, int64_t seq, std::string where) : j_(j), seq_(seq), where_(std::move(where)) {
+  Payload(const json& j, int64_t seq, std::string where)
+      : j_(j), seq_(seq), where_(std::move(where)) {
     if (!j.is_object()) fail("payload", "is not an object");
   }
 
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw std::invalid_argument("event seq " + std::to_string(seq_) + " (" + where_ +
-                                "): field '" + field + "' " + what);
+    throw std::invalid_argument("event seq " + std::to_string(seq_) + " (" + where_ + "): field '" +
+                                field + "' " + what);
   }
   Payload sub(const json& j, const std::string& name) const {
     return Payload(j, seq_, where_ + " " + name);
@@ -176,8 +177,8 @@ void on_eval_finished(State& s, const Event& e, const Payload& p) {
   }
   std::string key = p.opt_str("cache_key");
   if (!key.empty()) {
-    s.eval_cache[key] = json{{"candidate", candidate}, {"status", status}, {"result", result},
-                             {"seq", e.seq}};
+    s.eval_cache[key] =
+        json{{"candidate", candidate}, {"status", status}, {"result", result}, {"seq", e.seq}};
   }
   s.candidates[candidate] = s.workspace;
 
@@ -185,8 +186,8 @@ void on_eval_finished(State& s, const Event& e, const Payload& p) {
   bool correct = rp.opt_bool("correct", false);
   std::optional<double> score = rp.opt_num("score");
   const json* viol = rp.find("violations");
-  bool has_violations = viol && !(viol->is_array() && viol->empty()) && !(viol->is_object() &&
-                                                                           viol->empty());
+  bool has_violations =
+      viol && !(viol->is_array() && viol->empty()) && !(viol->is_object() && viol->empty());
   if (correct && !s.baseline_score) {
     if (auto b = rp.opt_num("baseline_score")) s.baseline_score = b;
   }
@@ -218,8 +219,8 @@ void on_goal_changed(State& s, const Payload& p) {
   std::string verb = p.str("verb");
   GoalState& g = s.goal;
   static const std::unordered_map<std::string, std::string> kStatusOf = {
-      {"set", "active"},    {"pause", "paused"},     {"resume", "active"}, {"clear", "cleared"},
-      {"auto_pause", "paused"}, {"done", "done"}};
+      {"set", "active"},    {"pause", "paused"},      {"resume", "active"},
+      {"clear", "cleared"}, {"auto_pause", "paused"}, {"done", "done"}};
   if (verb == "set") {
     g.objective = p.opt_str("objective", g.objective);
     g.progress.clear();
@@ -327,7 +328,8 @@ void apply(State& s, const Event& e) {
   s.last_seq = e.seq;
   s.last_event_us = std::max(s.last_event_us, e.recorded_at_us);
   s.used.wall_s = s.wall_closed_s;
-  if (s.segment_open) s.used.wall_s += seconds(std::max<int64_t>(0, s.last_event_us - s.segment_start_us));
+  if (s.segment_open)
+    s.used.wall_s += seconds(std::max<int64_t>(0, s.last_event_us - s.segment_start_us));
 }
 
 State fold(const std::vector<Event>& events) {

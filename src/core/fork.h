@@ -20,11 +20,11 @@ std::set<std::string> blob_refs(const Event& e);
 size_t copy_prefix(const EventStore& from, EventStore& to, int64_t at_seq);
 
 struct ForkResult {
-  std::string run_id;       // the new run's id (recorded as run.forked)
+  std::string run_id;  // the new run's id (recorded as run.forked)
   std::string from_run_id;
   int64_t at_seq = 0;
-  size_t blobs = 0;         // blobs copied
-  size_t files = 0;         // workspace files rebuilt
+  size_t blobs = 0;  // blobs copied
+  size_t files = 0;  // workspace files rebuilt
 };
 
 // `marathon fork FROM --at SEQ --run-dir TO`. Throws StoreError (bad run dir, SEQ outside the log,

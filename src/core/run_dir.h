@@ -21,7 +21,8 @@ struct RunDir {
 RunDir existing_run_dir(const std::filesystem::path& dir);
 
 // Makes the directory of a new run (and its workspace/). Throws StoreError if `dir` exists and is
-// not an empty directory, or cannot be made. The log itself is created by EventStore::open(kCreate).
+// not an empty directory, or cannot be made. The log itself is created by
+// EventStore::open(kCreate).
 RunDir create_run_dir(const std::filesystem::path& dir);
 
 // A fresh run id: "run-" followed by 16 random hex digits.

@@ -26,8 +26,10 @@ json to_json(const State& s) {
   }
   json in_flight = json::array();
   for (const auto& [id, f] : s.in_flight) {
-    in_flight.push_back(
-        {{"call_id", id}, {"name", f.name}, {"arguments", f.arguments}, {"started_seq", f.started_seq}});
+    in_flight.push_back({{"call_id", id},
+                         {"name", f.name},
+                         {"arguments", f.arguments},
+                         {"started_seq", f.started_seq}});
   }
   json summary = nullptr;
   if (s.summary) {

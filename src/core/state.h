@@ -14,9 +14,9 @@ namespace marathon {
 struct BudgetLimits {
   int64_t max_tool_calls = 1000;
   double max_wall_s = 24 * 3600.0;
-  int64_t max_tokens = 0;    // 0: no limit
-  double max_cost_usd = 0;   // 0: no limit
-  double max_gpu_s = 0;      // 0: no limit
+  int64_t max_tokens = 0;   // 0: no limit
+  double max_cost_usd = 0;  // 0: no limit
+  double max_gpu_s = 0;     // 0: no limit
 };
 
 struct BudgetUsed {
@@ -31,23 +31,23 @@ struct BudgetUsed {
 
 struct GoalState {
   std::string objective;
-  std::string metric;            // e.g. "speedup"
-  std::string direction = "max"; // "max" or "min"
+  std::string metric;             // e.g. "speedup"
+  std::string direction = "max";  // "max" or "min"
   std::optional<double> target;
-  std::string status = "active"; // active | paused | cleared | done
-  std::string progress;          // free text, set by goal verbs
+  std::string status = "active";  // active | paused | cleared | done
+  std::string progress;           // free text, set by goal verbs
   int turns_without_progress = 0;
 };
 
 struct LedgerEntry {
-  int64_t seq = 0;               // the event that recorded it
-  std::string kind;              // attempt | strategy | finding | dead_end
-  std::string text;              // the strategy in the model's words, or the note
-  std::string candidate;         // candidate hash (attempts)
+  int64_t seq = 0;        // the event that recorded it
+  std::string kind;       // attempt | strategy | finding | dead_end
+  std::string text;       // the strategy in the model's words, or the note
+  std::string candidate;  // candidate hash (attempts)
   std::optional<bool> correct;
   std::optional<double> score;
-  std::string failure;           // why it failed, if it did
-  json figures = json::object(); // key profiler figures, speed-ups
+  std::string failure;            // why it failed, if it did
+  json figures = json::object();  // key profiler figures, speed-ups
 };
 
 struct InFlightTool {
@@ -81,42 +81,43 @@ struct State {
   BudgetLimits limits;
   BudgetUsed used;
 
-  int64_t evaluations = 0;               // eval.finished events (cached or not)
-  int64_t evaluations_executed = 0;      // of those, actually executed (not served from cache)
+  int64_t evaluations = 0;           // eval.finished events (cached or not)
+  int64_t evaluations_executed = 0;  // of those, actually executed (not served from cache)
   int64_t evals_since_improvement = 0;
   std::optional<double> best_score;
-  std::string best_candidate;            // candidate hash
-  std::optional<double> baseline_score;  // first correct evaluation's baseline, if reported
+  std::string best_candidate;              // candidate hash
+  std::optional<double> baseline_score;    // first correct evaluation's baseline, if reported
   std::map<std::string, json> eval_cache;  // cache key -> result (what resume consults)
 
   std::vector<LedgerEntry> ledger;
   std::map<std::string, std::string> workspace;  // path -> blob sha256 (current file versions)
-  std::map<std::string, std::map<std::string, std::string>> candidates;  // hash -> workspace snapshot
+  std::map<std::string, std::map<std::string, std::string>>
+      candidates;                                 // hash -> workspace snapshot
   std::map<std::string, InFlightTool> in_flight;  // call_id -> started, not finished
   std::vector<ToolCallRecord> tool_history;
   std::optional<Summary> summary;
   int64_t compactions = 0;
-  int64_t last_compaction_noop_seq = 0;  // seq of the last compaction that freed nothing
+  int64_t last_compaction_noop_seq = 0;    // seq of the last compaction that freed nothing
   int64_t pending_compaction_request = 0;  // seq of a manual request not yet served
 
   bool paused = false;
   bool done = false;
   std::string finish_reason;
   std::vector<std::string> budget_warnings;  // which budgets have been warned about
-  int64_t turns = 0;  // model.request count
+  int64_t turns = 0;                         // model.request count
 
   // Bookkeeping of fold itself (not shown by status): wall-time segments and goal turns.
-  bool segment_open = false;      // a run segment (created/resumed .. paused/finished) is active
-  int64_t segment_start_us = 0;   // recorded_at of the event that opened it
-  int64_t last_event_us = 0;      // recorded_at of the last event seen
-  double wall_closed_s = 0;       // wall seconds of closed segments
-  int64_t last_goal_turn = 0;     // `turn` of the last model.request
-  std::string forked_from;        // run id this run was forked from (run.forked)
+  bool segment_open = false;     // a run segment (created/resumed .. paused/finished) is active
+  int64_t segment_start_us = 0;  // recorded_at of the event that opened it
+  int64_t last_event_us = 0;     // recorded_at of the last event seen
+  double wall_closed_s = 0;      // wall seconds of closed segments
+  int64_t last_goal_turn = 0;    // `turn` of the last model.request
+  std::string forked_from;       // run id this run was forked from (run.forked)
   int64_t forked_at_seq = 0;
 };
 
-// JSON view of the state (used by `marathon status --json`; includes the fields that contract names:
-// events, tool_calls, model_calls, evaluations, best_score, best_candidate, done, budget).
+// JSON view of the state (used by `marathon status --json`; includes the fields that contract
+// names: events, tool_calls, model_calls, evaluations, best_score, best_candidate, done, budget).
 json to_json(const State& s);
 
 }  // namespace marathon

@@ -91,8 +91,8 @@ void materialize_workspace(const EventStore& store, const WorkspaceFiles& files,
   }
   if (!remove_others) return;
   std::vector<fs::path> extra;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     if (!it->is_regular_file()) continue;
     std::string rel = fs::relative(it->path(), dir).generic_string();

@@ -1,0 +1,45 @@
+// marathon fork RUN_DIR --at SEQ --run-dir NEW: a new run from a prefix of an old one's log.
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/event_store.h"
+#include "core/fork.h"
+
+namespace marathon::cli {
+namespace {
+
+struct ForkOptions {
+  std::string run_dir;
+  int64_t at = 0;
+  std::string new_dir;
+};
+
+int run_fork(const ForkOptions& o) {
+  try {
+    ForkResult r = fork_run(o.run_dir, o.at, o.new_dir);
+    std::cout << "forked " << (r.from_run_id.empty() ? o.run_dir : r.from_run_id) << " at seq "
+              << r.at_seq << " into " << o.new_dir << " as " << r.run_id << " (" << r.blobs
+              << " blobs, " << r.files << " workspace files)\n";
+    return 0;
+  } catch (const StoreError& e) {
+    spdlog::error("fork: {}", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+void register_fork(CLI::App& app) {
+  auto o = std::make_shared<ForkOptions>();
+  auto* cmd = app.add_subcommand("fork", "Start a new run from the log of another, up to a seq");
+  cmd->add_option("RUN_DIR", o->run_dir, "The run to fork from")->required();
+  cmd->add_option("--at", o->at, "Last seq of the old log to keep")->required();
+  cmd->add_option("--run-dir", o->new_dir, "Directory of the new run (must not exist or be empty)")
+      ->required();
+  cmd->callback([o] { exit_code = run_fork(*o); });
+}
+
+}  // namespace marathon::cli

@@ -1,0 +1,91 @@
+// marathon status RUN_DIR [--json]: the run's state, folded from its log (read-only; safe while
+// the run is writing).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/event_store.h"
+#include "core/load_state.h"
+#include "core/run_dir.h"
+
+namespace marathon::cli {
+namespace {
+
+struct StatusOptions {
+  std::string run_dir;
+  bool json = false;
+};
+
+std::string num(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "none"; }
+
+std::string limit(double used, double max, const char* unit = "") {
+  if (max <= 0) return fmt::format("{:.6g}{}", used, unit);
+  return fmt::format("{:.6g}{} / {:.6g}{}", used, unit, max, unit);
+}
+
+std::string human(const State& s) {
+  std::string out;
+  auto line = [&](const std::string& l) { out += l + "\n"; };
+  std::string state = s.done ? "finished (" + s.finish_reason + ")" : s.paused ? "paused" : "open";
+  line(fmt::format("run        {}  [{}]", s.run_id.empty() ? "(no run.created)" : s.run_id, state));
+  if (!s.forked_from.empty())
+    line(fmt::format("forked     from {} at seq {}", s.forked_from, s.forked_at_seq));
+  line(fmt::format("goal       {} [{}]", s.goal.objective.empty() ? "(none)" : s.goal.objective,
+                   s.goal.status));
+  if (!s.goal.metric.empty()) {
+    line(fmt::format("metric     {} ({}), target {}", s.goal.metric, s.goal.direction,
+                     num(s.goal.target)));
+  }
+  line(fmt::format(
+      "best       {}{}   baseline {}", num(s.best_score),
+      s.best_candidate.empty() ? "" : " (candidate " + s.best_candidate.substr(0, 12) + ")",
+      num(s.baseline_score)));
+  line(fmt::format("evals      {} ({} executed, {} since the last improvement)", s.evaluations,
+                   s.evaluations_executed, s.evals_since_improvement));
+  const BudgetUsed& u = s.used;
+  const BudgetLimits& l = s.limits;
+  line(fmt::format("budget     tool calls {}, model calls {}, tokens {}, cost {}, wall {}, gpu {}",
+                   limit(double(u.tool_calls), double(l.max_tool_calls)), u.model_calls,
+                   limit(double(u.prompt_tokens + u.completion_tokens), double(l.max_tokens)),
+                   limit(u.cost_usd, l.max_cost_usd, " USD"), limit(u.wall_s, l.max_wall_s, " s"),
+                   limit(u.gpu_s, l.max_gpu_s, " s")));
+  line(fmt::format("ledger     {} entries; workspace {} files; compactions {}", s.ledger.size(),
+                   s.workspace.size(), s.compactions));
+  for (const auto& [id, f] : s.in_flight) {
+    line(fmt::format("in flight  {} ({}) since seq {}", f.name, id, f.started_seq));
+  }
+  line(fmt::format("events     {}", s.last_seq));
+  return out;
+}
+
+int run_status(const StatusOptions& o) {
+  try {
+    RunDir dir = existing_run_dir(o.run_dir);
+    auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kReadOnly);
+    State s = load_state(*store);
+    if (o.json) {
+      std::cout << to_json(s).dump(2) << "\n";
+    } else {
+      std::cout << human(s);
+    }
+    return 0;
+  } catch (const StoreError& e) {
+    spdlog::error("status: {}", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+void register_status(CLI::App& app) {
+  auto o = std::make_shared<StatusOptions>();
+  auto* cmd = app.add_subcommand("status", "Show a run's state, folded from its event log");
+  cmd->add_option("RUN_DIR", o->run_dir, "The run directory (holds events.db)")->required();
+  cmd->add_flag("--json", o->json, "Print the state as JSON");
+  cmd->callback([o] { exit_code = run_status(*o); });
+}
+
+}  // namespace marathon::cli

@@ -1,0 +1,23 @@
+// Export forms of events: JSONL (to_json(Event) per line) and the msp record envelope
+// (schema_version, id, stream{kind,id}, sequence, recorded_at, record_type, durability,
+// causation_id, payload_type, payload_schema_version, payload); record_type is "event" and
+// payload_type the event type. Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/event.h"
+
+namespace marathon {
+
+inline constexpr int kMspSchemaVersion = 1;
+
+// "2026-12-02T10:11:12.345678Z" (UTC, microseconds).
+std::string format_rfc3339_us(int64_t us_since_epoch);
+
+// The msp envelope of one event of run `run_id`. A stream "kind:id" maps to {kind, id}; the plain
+// stream "run" maps to {"run", run_id}.
+json to_msp(const Event& e, const std::string& run_id);
+
+}  // namespace marathon

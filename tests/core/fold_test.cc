@@ -1,0 +1,318 @@
+// fold() without I/O: events built in memory, state checked field by field.
+#include "core/fold.h"
+
+#include <gtest/gtest.h>
+
+namespace marathon {
+namespace {
+
+// Builds a log in memory with dense seqs and a controllable clock.
+class Log {
+ public:
+  Log& add(const std::string& type, json payload, int64_t at_s = -1) {
+    Event e;
+    e.seq = static_cast<int64_t>(events_.size()) + 1;
+    e.id = "e" + std::to_string(e.seq);
+    e.type = type;
+    if (at_s >= 0) clock_us_ = at_s * 1000000;
+    e.recorded_at_us = clock_us_;
+    e.payload = std::move(payload);
+    events_.push_back(std::move(e));
+    return *this;
+  }
+  Log& created(const std::string& direction = "max", int64_t at_s = 0) {
+    return add(ev::kRunCreated,
+               {{"run_id", "run-1"},
+                {"task", {{"name", "cpu-matmul"}}},
+                {"task_dir", "tasks/cpu-matmul"},
+                {"goal",
+                 {{"objective", "faster matmul"},
+                  {"metric", "speedup"},
+                  {"direction", direction},
+                  {"target", 4.0}}},
+                {"budget", {{"max_tool_calls", 50}, {"max_wall_s", 3600}, {"max_cost_usd", 2.5}}},
+                {"config", {{"policy", "search"}}}},
+               at_s);
+  }
+  Log& eval(const std::string& cand, double score, bool correct = true,
+            json violations = json::array(), const std::string& status = "ok",
+            bool cached = false) {
+    return add(ev::kEvalFinished, {{"candidate", cand},
+                                   {"cache_key", "key-" + cand},
+                                   {"cached", cached},
+                                   {"status", status},
+                                   {"result",
+                                    {{"correct", correct},
+                                     {"score", score},
+                                     {"violations", violations},
+                                     {"metrics", {{"speedup", score}}}}},
+                                   {"elapsed_s", 3.0},
+                                   {"gpu_s", 2.0},
+                                   {"strategy", "tile " + cand}});
+  }
+  const std::vector<Event>& events() const { return events_; }
+  State fold() const { return marathon::fold(events_); }
+
+ private:
+  std::vector<Event> events_;
+  int64_t clock_us_ = 0;
+};
+
+TEST(Fold, EmptyLogIsAnEmptyState) {
+  State s = fold({});
+  EXPECT_FALSE(s.created);
+  EXPECT_EQ(s.last_seq, 0);
+  EXPECT_FALSE(s.done);
+}
+
+TEST(Fold, RunCreatedSetsGoalLimitsTaskAndConfig) {
+  State s = Log().created().fold();
+  EXPECT_TRUE(s.created);
+  EXPECT_EQ(s.run_id, "run-1");
+  EXPECT_EQ(s.goal.objective, "faster matmul");
+  EXPECT_EQ(s.goal.metric, "speedup");
+  EXPECT_EQ(s.goal.target, 4.0);
+  EXPECT_EQ(s.limits.max_tool_calls, 50);
+  EXPECT_EQ(s.limits.max_cost_usd, 2.5);
+  EXPECT_EQ(s.task["name"], "cpu-matmul");
+  EXPECT_EQ(s.config["policy"], "search");
+  EXPECT_EQ(s.config["task_dir"], "tasks/cpu-matmul");
+}
+
+TEST(Fold, ModelResponsesAccumulateCallsTokensAndCost) {
+  State s =
+      Log()
+          .created()
+          .add(ev::kModelRequest, {{"turn", 1}})
+          .add(ev::kModelResponse,
+               {{"usage", {{"prompt_tokens", 100}, {"completion_tokens", 20}}}, {"cost_usd", 0.01}})
+          .add(ev::kModelResponse, {{"usage", {{"prompt_tokens", 50}, {"completion_tokens", 5}}},
+                                    {"cost_usd", 0.02},
+                                    {"error", {{"kind", "bad_json"}, {"message", "x"}}}})
+          .fold();
+  EXPECT_EQ(s.used.model_calls, 2);
+  EXPECT_EQ(s.used.prompt_tokens, 150);
+  EXPECT_EQ(s.used.completion_tokens, 25);
+  EXPECT_DOUBLE_EQ(s.used.cost_usd, 0.03);
+  EXPECT_EQ(s.turns, 1);
+}
+
+TEST(Fold, StartedToolWithoutFinishIsInFlight) {
+  State s = Log()
+                .created()
+                .add(ev::kToolStarted,
+                     {{"call_id", "a"}, {"name", "run"}, {"arguments", {{"cmd", "make"}}}})
+                .add(ev::kToolStarted,
+                     {{"call_id", "b"}, {"name", "evaluate"}, {"arguments", json::object()}})
+                .add(ev::kToolFinished, {{"call_id", "a"},
+                                         {"name", "run"},
+                                         {"ok", true},
+                                         {"output", "ok"},
+                                         {"elapsed_s", 1.0},
+                                         {"gpu_s", 0.5}})
+                .fold();
+  ASSERT_EQ(s.in_flight.size(), 1u);
+  EXPECT_EQ(s.in_flight.at("b").name, "evaluate");
+  EXPECT_EQ(s.in_flight.at("b").started_seq, 3);
+  EXPECT_EQ(s.used.tool_calls, 1);
+  EXPECT_DOUBLE_EQ(s.used.gpu_s, 0.5);
+  ASSERT_EQ(s.tool_history.size(), 1u);
+  EXPECT_EQ(s.tool_history[0].started_seq, 2);
+  EXPECT_EQ(s.tool_history[0].finished_seq, 4);
+  EXPECT_TRUE(s.tool_history[0].ok);
+}
+
+TEST(Fold, BestScoreIgnoresIncorrectViolatingAndFailedResults) {
+  State s = Log()
+                .created()
+                .eval("c1", 1.5)
+                .eval("c2", 9.0, /*correct=*/false)
+                .eval("c3", 8.0, true, json::array({"output aliases input"}))
+                .eval("c4", 7.0, true, json::array(), "timeout")
+                .eval("c5", 1.2)
+                .fold();
+  EXPECT_EQ(s.best_score, 1.5);
+  EXPECT_EQ(s.best_candidate, "c1");
+  EXPECT_EQ(s.evaluations, 5);
+  EXPECT_EQ(s.evals_since_improvement, 4);
+  ASSERT_EQ(s.ledger.size(), 5u);
+  EXPECT_EQ(s.ledger[1].failure, "incorrect");
+  EXPECT_NE(s.ledger[2].failure.find("output aliases input"), std::string::npos);
+  EXPECT_EQ(s.ledger[3].failure, "timeout");
+  EXPECT_EQ(s.ledger[0].kind, "attempt");
+  EXPECT_EQ(s.ledger[0].text, "tile c1");
+  EXPECT_EQ(s.ledger[0].figures["speedup"], 1.5);
+}
+
+TEST(Fold, MinDirectionPrefersLowerScores) {
+  State s = Log().created("min").eval("a", 5.0).eval("b", 3.0).eval("c", 4.0).fold();
+  EXPECT_EQ(s.best_score, 3.0);
+  EXPECT_EQ(s.best_candidate, "b");
+  EXPECT_EQ(s.evals_since_improvement, 1);
+}
+
+TEST(Fold, CachedEvaluationsCountButAreNotExecutedOrCharged) {
+  State s = Log().created().eval("a", 2.0).eval("a", 2.0, true, json::array(), "ok", true).fold();
+  EXPECT_EQ(s.evaluations, 2);
+  EXPECT_EQ(s.evaluations_executed, 1);
+  EXPECT_DOUBLE_EQ(s.used.gpu_s, 2.0);
+  ASSERT_TRUE(s.eval_cache.count("key-a"));
+  EXPECT_EQ(s.eval_cache.at("key-a")["result"]["score"], 2.0);
+  EXPECT_EQ(s.eval_cache.at("key-a")["status"], "ok");
+}
+
+TEST(Fold, WorkspaceFollowsWritesAndDeletesAndCandidatesSnapshotIt) {
+  State s = Log()
+                .created()
+                .add(ev::kWorkspaceWritten, {{"path", "kernel.cc"}, {"sha", "s1"}, {"size", 3}})
+                .add(ev::kWorkspaceWritten, {{"path", "notes.txt"}, {"sha", "s2"}, {"size", 3}})
+                .eval("c1", 1.0)
+                .add(ev::kWorkspaceWritten, {{"path", "kernel.cc"}, {"sha", "s3"}, {"size", 3}})
+                .add(ev::kWorkspaceWritten, {{"path", "notes.txt"}, {"deleted", true}})
+                .fold();
+  EXPECT_EQ(s.workspace, (std::map<std::string, std::string>{{"kernel.cc", "s3"}}));
+  EXPECT_EQ(s.candidates.at("c1"),
+            (std::map<std::string, std::string>{{"kernel.cc", "s1"}, {"notes.txt", "s2"}}));
+}
+
+TEST(Fold, LedgerNotesKeepTheirKindAndOrder) {
+  State s = Log()
+                .created()
+                .add(ev::kLedgerNoted, {{"kind", "dead_end"}, {"text", "unroll 16 spills"}})
+                .eval("c", 1.0)
+                .add(ev::kLedgerNoted, {{"kind", "finding"}, {"text", "bandwidth bound"}})
+                .fold();
+  ASSERT_EQ(s.ledger.size(), 3u);
+  EXPECT_EQ(s.ledger[0].kind, "dead_end");
+  EXPECT_EQ(s.ledger[0].seq, 2);
+  EXPECT_EQ(s.ledger[2].text, "bandwidth bound");
+}
+
+TEST(Fold, CompactionInstallsSummaryAndRemembersNoops) {
+  State s = Log()
+                .created()
+                .add(ev::kCompactionRequested, {{"trigger", "manual"}})
+                .add(ev::kCompactionProposed, {{"trigger", "manual"}, {"summarized_through", 1}})
+                .add(ev::kCompactionInstalled, {{"trigger", "manual"},
+                                                {"outcome", "compacted"},
+                                                {"summary", "we tried tiling"},
+                                                {"summarized_through", 3},
+                                                {"tokens_before", 9000},
+                                                {"tokens_after", 2000},
+                                                {"source", "model"}})
+                .add(ev::kCompactionInstalled,
+                     {{"trigger", "auto"}, {"outcome", "noop"}, {"summarized_through", 3}})
+                .fold();
+  ASSERT_TRUE(s.summary.has_value());
+  EXPECT_EQ(s.summary->text, "we tried tiling");
+  EXPECT_EQ(s.summary->summarized_through, 3);
+  EXPECT_EQ(s.summary->installed_seq, 4);
+  EXPECT_EQ(s.compactions, 1);
+  EXPECT_EQ(s.last_compaction_noop_seq, 5);
+  EXPECT_EQ(s.pending_compaction_request, 0);
+}
+
+TEST(Fold, GoalVerbsChangeStatusEditKeepsProgress) {
+  State s =
+      Log()
+          .created()
+          .add(
+              ev::kGoalChanged,
+              {{"verb", "set"}, {"objective", "2x"}, {"status", "active"}, {"progress", "started"}})
+          .add(ev::kGoalChanged, {{"verb", "edit"}, {"objective", "3x"}})
+          .fold();
+  EXPECT_EQ(s.goal.objective, "3x");
+  EXPECT_EQ(s.goal.progress, "started");
+  EXPECT_EQ(s.goal.status, "active");
+  State p = Log().created().add(ev::kGoalChanged, {{"verb", "pause"}}).fold();
+  EXPECT_EQ(p.goal.status, "paused");
+  State c = Log().created().add(ev::kGoalChanged, {{"verb", "clear"}}).fold();
+  EXPECT_EQ(c.goal.status, "cleared");
+  EXPECT_EQ(c.goal.objective, "");
+}
+
+TEST(Fold, TurnsWithoutProgressResetOnImprovement) {
+  State s = Log()
+                .created()
+                .add(ev::kModelRequest, {{"turn", 1}})
+                .add(ev::kModelRequest, {{"turn", 1}})
+                .add(ev::kModelRequest, {{"turn", 2}})
+                .fold();
+  EXPECT_EQ(s.goal.turns_without_progress, 2);
+  Log l = Log().created().add(ev::kModelRequest, {{"turn", 1}}).eval("a", 1.0);
+  EXPECT_EQ(l.fold().goal.turns_without_progress, 0);
+}
+
+TEST(Fold, WallTimeIsTheSumOfActiveSegments) {
+  State s = Log()
+                .created("max", 100)
+                .add(ev::kModelRequest, {{"turn", 1}}, 110)
+                .add(ev::kRunPaused, {{"reason", "sigint"}}, 130)  // segment 1: 30 s
+                .add(ev::kGoalChanged, {{"verb", "edit"}, {"objective", "x"}}, 500)  // while paused
+                .add(ev::kRunResumed, {{"reason", "resume"}}, 1000)
+                .add(ev::kModelRequest, {{"turn", 2}}, 1010)          // crash after this
+                .add(ev::kRunResumed, {{"reason", "resume"}}, 5000)   // segment 2: 10 s
+                .add(ev::kRunFinished, {{"reason", "finish"}}, 5005)  // segment 3: 5 s
+                .fold();
+  EXPECT_DOUBLE_EQ(s.used.wall_s, 45.0);
+  EXPECT_TRUE(s.done);
+  EXPECT_EQ(s.finish_reason, "finish");
+  EXPECT_FALSE(s.paused);
+}
+
+TEST(Fold, PauseAndBudgetWarnings) {
+  State s = Log()
+                .created()
+                .add(ev::kBudgetWarned, {{"which", "tool_calls"}, {"used", 45}, {"limit", 50}})
+                .add(ev::kBudgetWarned, {{"which", "tool_calls"}, {"used", 48}, {"limit", 50}})
+                .add(ev::kRunPaused, {{"reason", "sigint"}})
+                .fold();
+  EXPECT_TRUE(s.paused);
+  EXPECT_EQ(s.budget_warnings, std::vector<std::string>{"tool_calls"});
+}
+
+TEST(Fold, UnknownEventTypesAreIgnored) {
+  State s = Log().created().add("future.thing", {{"x", 1}}).fold();
+  EXPECT_EQ(s.last_seq, 2);
+  EXPECT_EQ(s.run_id, "run-1");
+}
+
+TEST(Fold, MalformedPayloadNamesSeqTypeAndField) {
+  Log l = Log().created().add(ev::kToolStarted, {{"name", "run"}});
+  try {
+    l.fold();
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("seq 2"), std::string::npos) << what;
+    EXPECT_NE(what.find("tool.started"), std::string::npos) << what;
+    EXPECT_NE(what.find("call_id"), std::string::npos) << what;
+  }
+  EXPECT_THROW(Log().add(ev::kModelResponse, {{"cost_usd", "lots"}}).fold(), std::invalid_argument);
+  EXPECT_THROW(Log().add(ev::kGoalChanged, {{"verb", "explode"}}).fold(), std::invalid_argument);
+}
+
+TEST(Fold, ForkRecordsNewRunId) {
+  State s = Log()
+                .created()
+                .add(ev::kRunForked, {{"run_id", "run-2"}, {"from_run_id", "run-1"}, {"at_seq", 1}})
+                .fold();
+  EXPECT_EQ(s.run_id, "run-2");
+  EXPECT_EQ(s.forked_from, "run-1");
+}
+
+TEST(StateJson, CarriesTheStatusContractFields) {
+  json j = to_json(Log().created().eval("a", 2.0).fold());
+  for (const char* k : {"events", "tool_calls", "model_calls", "evaluations", "best_score",
+                        "best_candidate", "done", "budget"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(j["best_score"], 2.0);
+  EXPECT_EQ(j["best_candidate"], "a");
+  EXPECT_EQ(j["events"], 2);
+  EXPECT_EQ(j["budget"]["limits"]["max_tool_calls"], 50);
+  EXPECT_TRUE(to_json(State{})["best_score"].is_null());
+}
+
+}  // namespace
+}  // namespace marathon
