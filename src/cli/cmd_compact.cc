@@ -38,7 +38,10 @@ int do_compact(const std::string& run_dir, bool now) {
     return 2;
   }
   if (s.pending_compaction_request == 0) {
-    Event e = store->append({ev::kCompactionRequested, {{"trigger", "manual"}}});
+    NewEvent request;
+    request.type = ev::kCompactionRequested;
+    request.payload = {{"trigger", "manual"}};
+    Event e = store->append(request);
     apply(s, e);
     events.push_back(e);
   }

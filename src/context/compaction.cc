@@ -85,6 +85,13 @@ int64_t natural_tokens(const Layout& l, const ContextView& v, const ContextConfi
   return assemble(l, v, config, /*enforce_hard_cap=*/false).tokens_estimate;
 }
 
+NewEvent make_event(const char* type, json payload) {
+  NewEvent e;
+  e.type = type;
+  e.payload = std::move(payload);
+  return e;
+}
+
 struct OutputRef {
   int64_t seq;
   int64_t tokens;
@@ -315,7 +322,7 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
     p["source"] = "none";
     p["summary"] = c.summary;
     p["tokens_after"] = plan.tokens_before;
-    append({ev::kCompactionInstalled, p});
+    append(make_event(ev::kCompactionInstalled, p));
     r.outcome = "noop";
     r.source = "none";
     r.tokens_after = plan.tokens_before;
@@ -332,9 +339,9 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
     p["tokens_after"] = r.tokens_after;
     if (plan.trigger == "manual") {  // a manual request is answered by an installed event
       p["summary"] = c.summary;
-      append({ev::kCompactionInstalled, p});
+      append(make_event(ev::kCompactionInstalled, p));
     } else {
-      append({kCompactionElided, p});
+      append(make_event(kCompactionElided, p));
     }
     r.outcome = "compacted";
     r.source = "elision";
@@ -354,7 +361,7 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
     p["tokens_after"] = plan.tokens_before;
     p["error"] = fmt::format("summary point {} is not after the installed one {}",
                              plan.summarize_through, after);
-    append({ev::kCompactionInstalled, p});
+    append(make_event(ev::kCompactionInstalled, p));
     r.outcome = "failed";
     r.tokens_after = plan.tokens_before;
     return r;
@@ -383,7 +390,7 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
       p["tokens_after"] = natural_tokens(
           make_layout(state, events, config, tools, c.summarized_through),
           ContextView{c.summary, c.summarized_through, plan.elide_through}, config);
-      append({kCompactionElided, p});
+      append(make_event(kCompactionElided, p));
     }
     PolicyReply reply;
     if (summariser == nullptr) {
@@ -409,7 +416,7 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
       p["model"] = reply.model;
       p["finish_reason"] = reply.finish_reason;
       if (reply.error) p["error"] = *reply.error;
-      append({ev::kModelResponse, p});
+      append(make_event(ev::kModelResponse, p));
     }
   } else if (plan.action == A::kFinishResponse) {
     const json& resp = c.open_response;
@@ -425,7 +432,7 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
     p["source"] = "model";
     if (!text.empty()) p["summary_sha"] = io.put_blob(text);
     if (!model_error.empty()) p["error"] = model_error;
-    append({ev::kCompactionProposed, p});
+    append(make_event(ev::kCompactionProposed, p));
   } else {  // kFinishProposal
     std::string sha = c.open_proposal.value("summary_sha", "");
     if (!sha.empty()) {
@@ -455,7 +462,7 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
   r.tokens_after = tokens_with(p["summary"].get<std::string>());
   p["tokens_after"] = r.tokens_after;
   r.source = p["source"].get<std::string>();
-  append({ev::kCompactionInstalled, p});
+  append(make_event(ev::kCompactionInstalled, p));
   r.outcome = "compacted";
   spdlog::info("compaction ({}): summary ({}) through seq {}, {} -> {} tokens", plan.trigger,
                r.source, plan.summarize_through, plan.tokens_before, r.tokens_after);
