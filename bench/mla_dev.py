@@ -35,6 +35,7 @@ SCALES = (192**-0.5, 576**-0.5)
 COPY_TBPS, MATMUL_TFLOPS = 4.06, 705.0  # measured on this GPU model (docs: KERNELS.md anchors)
 
 DECODE_CONFIGS = [
+    dict(K.DECODE_CONFIG),  # the shipped default
     {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 8, "num_stages": 2, "num_splits": 0},
     {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 8, "num_stages": 2, "num_splits": 64},
     {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 8, "num_stages": 2, "num_splits": 32},
@@ -43,6 +44,7 @@ DECODE_CONFIGS = [
     {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2, "num_splits": 0},
 ]
 PREFILL_CONFIGS = [
+    dict(K.PREFILL_CONFIG),  # the shipped default
     {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2},
     {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 3},
     {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2},
