@@ -105,9 +105,8 @@ std::optional<json> parse_result(const std::string& stdout_text, std::string* er
   if (!score.is_null() && !score.is_number()) {
     return fail("field \"score\" must be a number or null, got " + score.dump());
   }
-  if (r["correct"].get<bool>() && score.is_null()) {
-    return fail("field \"score\" is null but \"correct\" is true");
-  }
+  // correct with a null score is a correctness-only result (e.g. a GPU task on a CPU machine):
+  // valid, but never an improvement (fold only ranks numeric scores).
   auto typed = [&](const char* k, auto pred, const char* what, json dflt) -> std::string {
     if (!r.contains(k)) {
       r[k] = dflt;
