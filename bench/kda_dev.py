@@ -20,6 +20,7 @@ import time
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+PREP_KEYS = ("impl", "prec", "wprec", "sprec", "prep_warps", "bk")
 COPY_TBPS = 4.06  # measured device-to-device copy on the H200 (docs: KERNELS.md)
 SHAPES = [  # B, T, H, D
     (1, 8192, 32, 128),
@@ -105,7 +106,7 @@ def compile_one(kk, cfg):
     (T, H and T/64 multiples of 16), so that Triton's on-disk cache holds its binaries."""
     q, k, v, g, beta = inputs(1, 1024, 16, 128, seed=0)
     h0 = torch.zeros(1, 16, 128, 128, device="cuda")
-    pc = {n: cfg[n] for n in ("prec", "wprec", "prep_warps", "bk")}
+    pc = {n: cfg[n] for n in PREP_KEYS}
     prep = kk.kda_prepare(q, k, v, g, beta, 0.1, **pc)
     sc = dict(bv=cfg["bv"], scan_warps=cfg["scan_warps"], scan_stages=cfg["scan_stages"])
     kk.kda_scan(prep, None, False, **sc)
@@ -187,17 +188,20 @@ def main():
     print(f"triton {triton.__version__}", flush=True)
 
     if args.configs == "sweep":
+        d = dict(impl="dense", prec="bf16", wprec="tf32", sprec="tf32", prep_warps=4, bk=32)
         prep_cfgs = [
-            dict(prec="tf32", wprec="tf32", prep_warps=4, bk=32),
-            dict(prec="tf32", wprec="tf32", prep_warps=8, bk=32),
-            dict(prec="bf16", wprec="tf32", prep_warps=4, bk=32),
-            dict(prec="bf16", wprec="bf16", prep_warps=4, bk=32),
+            d,
+            dict(d, bk=16),
+            dict(d, prec="tf32"),
+            dict(d, wprec="bf16"),
+            dict(d, sprec="tf32x3"),
+            dict(d, impl="blocks", wprec="bf16"),
         ]
         scan_cfgs = [
             dict(bv=bv, scan_warps=w, scan_stages=s) for bv, w, s in itertools.product((16, 32, 64), (4, 8), (2, 3))
         ]
     else:
-        prep_cfgs = [{n: kk.CONFIG[n] for n in ("prec", "wprec", "prep_warps", "bk")}]
+        prep_cfgs = [{n: kk.CONFIG[n] for n in PREP_KEYS}]
         scan_cfgs = [
             dict(bv=kk.CONFIG["bv"], scan_warps=kk.CONFIG["scan_warps"],
                  scan_stages=kk.CONFIG["scan_stages"])
@@ -208,7 +212,8 @@ def main():
         cfgs += [dict(prep_cfgs[0], **sc) for sc in scan_cfgs[1:]]
         default = dict(kk.CONFIG, states=True)
         if default["bv"] is None:
-            default["bv"] = 32
+            default["bv"] = 64
+        cfgs.append(dict(default, bv=32))
         cfgs.append(default)
         precompile(cfgs)
     rows = []
@@ -234,20 +239,15 @@ def main():
         for pc in prep_cfgs:
             t = time_graph(lambda pc=pc: kk.kda_prepare(q, k, v, g, beta, scale, **pc))
             o_pc, _ = kk.kda_scan(kk.kda_prepare(q, k, v, g, beta, scale, **pc))
-            name = f"prep_{pc['prec']}_{pc['wprec']}_w{pc['prep_warps']}_bk{pc['bk']}"
+            name = "prep_" + "_".join(str(pc[n]) for n in PREP_KEYS)
             row[name + "_ms"] = t
             row[name + "_err"] = e = rel(o_pc, ro0)
             if e <= 0.9 * 5e-3 and (best is None or t < best[0]):
                 best = (t, pc)
         del ro0
         if best is None:  # none accurate enough: report the first, flagged by its error
-            best = (
-                row[
-                    f"prep_{prep_cfgs[0]['prec']}_{prep_cfgs[0]['wprec']}_w"
-                    f"{prep_cfgs[0]['prep_warps']}_bk{prep_cfgs[0]['bk']}_ms"
-                ],
-                prep_cfgs[0],
-            )
+            best = (row["prep_" + "_".join(str(prep_cfgs[0][n]) for n in PREP_KEYS) + "_ms"],
+                    prep_cfgs[0])  # fmt: skip
         row["prep_ms"], best_prep = best
         prep = kk.kda_prepare(q, k, v, g, beta, scale, **best_prep)
         o_ref_cfg = None

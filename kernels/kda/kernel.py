@@ -280,6 +280,102 @@ def _kda_prep(
 
 
 @triton.jit
+def _acc_block(A, P, kr, qr, k64, G, m, ri, blk_i, I: tl.constexpr, PREC: tl.constexpr):
+    """Rows of row block I of A and Aqk: row side kr / qr (decay to the block's midpoint m),
+    column side k_j e^(m - G_j), zero past block I."""
+    col = tl.trans(tl.where(ri < 16 * I + 16, k64 * tl.exp(m[None, :] - G), 0.0))
+    rows = blk_i == I
+    A += _mm(tl.where(rows, kr, 0.0), col, PREC)
+    P += _mm(tl.where(rows, qr, 0.0), col, PREC)
+    return A, P
+
+
+@triton.jit
+def _kda_prep_dense(
+    q, k, v, g, beta,
+    qg_out, kd_out, w_out, u_out, aqk_out, gc_out,
+    scale, T, H, NT, TP,
+    K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr, WPREC: tl.constexpr,
+    SPREC: tl.constexpr, INTERP: tl.constexpr,
+):  # fmt: skip
+    """Same outputs as _kda_prep, with whole [64, 64] tiles: the cumulative sum is a product with
+    a constant 0/1 matrix (3xTF32, float32-accurate), A and Aqk are accumulated as [64, 64] tiles
+    (one masked product per 16-row block) and the solve is dense (below). No cross-thread scans,
+    no 16x16 tiles."""
+    c = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // H
+    h = bh % H
+    t0 = c * 64
+    q_p = q + (b * T * H + h) * K
+    k_p = k + (b * T * H + h) * K
+    g_p = g + (b * T * H + h) * K
+    v_p = v + (b * T * H + h) * V
+    o_row = bh.to(tl.int64) * TP
+    r = tl.arange(0, 64)
+    ri = r[:, None]
+    rj = r[None, :]
+    blk_i = ri // 16
+    # G = Lc g: the inclusive cumulative sum as a product with a constant 0/1 matrix
+    Lc = (rj <= ri).to(tl.float32)
+    be = _vec(beta + b * T * H + h, t0, T, H, 64)
+
+    A = tl.zeros([64, 64], tl.float32)
+    P = tl.zeros([64, 64], tl.float32)
+    for ks in range(0, K, BK):
+        g64 = _rows(g_p + ks, t0, T, H * K, 64, BK)
+        k64 = _rows(k_p + ks, t0, T, H * K, 64, BK)
+        q64 = _rows(q_p + ks, t0, T, H * K, 64, BK)
+        G = tl.dot(Lc, g64, input_precision="tf32x3")
+        GC = tl.sum(g64, axis=0)
+        m0 = tl.sum(tl.where(ri == 7, G, 0.0), axis=0)
+        m1 = tl.sum(tl.where(ri == 23, G, 0.0), axis=0)
+        m2 = tl.sum(tl.where(ri == 39, G, 0.0), axis=0)
+        m3 = tl.sum(tl.where(ri == 55, G, 0.0), axis=0)
+        Mrow = tl.where(blk_i == 0, m0[None, :], tl.where(blk_i == 1, m1[None, :], 0.0))
+        Mrow = tl.where(blk_i == 2, m2[None, :], tl.where(blk_i == 3, m3[None, :], Mrow))
+        tl.store(gc_out + (bh.to(tl.int64) * NT + c) * K + ks + tl.arange(0, BK), tl.exp(GC))
+        _put(qg_out + o_row * K + ks, t0, K, q64 * tl.exp(G) * scale, 64, BK, INTERP)
+        _put(kd_out + o_row * K + ks, t0, K, k64 * tl.exp(GC[None, :] - G), 64, BK, INTERP)
+        e = tl.exp(G - Mrow)
+        kr = k64 * e * be[:, None]
+        qr = q64 * e * scale
+        A, P = _acc_block(A, P, kr, qr, k64, G, m0, ri, blk_i, 0, PREC)
+        A, P = _acc_block(A, P, kr, qr, k64, G, m1, ri, blk_i, 1, PREC)
+        A, P = _acc_block(A, P, kr, qr, k64, G, m2, ri, blk_i, 2, PREC)
+        A, P = _acc_block(A, P, kr, qr, k64, G, m3, ri, blk_i, 3, PREC)
+
+    _put(aqk_out + o_row * 64, t0, 64, tl.where(rj <= ri, P, 0.0), 64, 64, INTERP)
+
+    # T = (I + A)^-1 with A strictly lower. D = the 16x16 diagonal blocks of A, N = the rest:
+    # I + A = (I + D)(I + M), M = (I + D)^-1 N; D^16 = 0 and M^4 = 0 (M is strictly lower by
+    # blocks), so (I + D)^-1 = (I - D)(I + D^2)(I + D^4)(I + D^8) and
+    # (I + M)^-1 = (I - M)(I + M^2); T = (I + M)^-1 (I + D)^-1.
+    A = tl.where(rj < ri, A, 0.0)
+    eye = (ri == rj).to(tl.float32)
+    D = tl.where(blk_i == rj // 16, A, 0.0)
+    N = A - D
+    D2 = _mm(D, D, SPREC)
+    D4 = _mm(D2, D2, SPREC)
+    D8 = _mm(D4, D4, SPREC)
+    Di = _mm(eye - D, eye + D2, SPREC)
+    Di = _mm(Di, eye + D4, SPREC)
+    Di = _mm(Di, eye + D8, SPREC)
+    M = _mm(Di, N, SPREC)
+    M2 = _mm(M, M, SPREC)
+    Tm = _mm(_mm(eye - M, eye + M2, SPREC), Di, SPREC)
+
+    for ks in range(0, K, BK):
+        g64 = _rows(g_p + ks, t0, T, H * K, 64, BK)
+        G = tl.dot(Lc, g64, input_precision="tf32x3")
+        xk = _rows(k_p + ks, t0, T, H * K, 64, BK) * tl.exp(G) * be[:, None]
+        _put(w_out + o_row * K + ks, t0, K, _mm(Tm, xk, WPREC), 64, BK, INTERP)
+    for vs in range(0, V, BK):
+        xv = _rows(v_p + vs, t0, T, H * V, 64, BK) * be[:, None]
+        _put(u_out + o_row * V + vs, t0, V, _mm(Tm, xv, WPREC), 64, BK, INTERP)
+
+
+@triton.jit
 def _kda_scan(
     qg,
     kd,
@@ -339,11 +435,16 @@ def _kda_scan(
 
 
 # Tuning knobs (measured on an H200, see docs/kernels.md); bv None picks by the number of programs.
-CONFIG = dict(bv=None, prec="tf32", wprec="tf32", scan_warps=4, scan_stages=2, prep_warps=4, bk=32)
+CONFIG = dict(
+    impl="dense", prec="bf16", wprec="tf32", sprec="tf32", prep_warps=4, bk=32,
+    bv=None, scan_warps=4, scan_stages=3,
+)  # fmt: skip
 
 
 # The values a search may try for each knob of CONFIG.
 KNOBS = {
+    "impl": ["dense", "blocks"],
+    "sprec": ["tf32", "tf32x3"],
     "bv": [16, 32, 64],
     "prec": ["tf32", "bf16"],
     "wprec": ["tf32", "bf16"],
@@ -366,7 +467,18 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
     """kda_fwd with explicit tuning knobs (keys of CONFIG)."""
     c = dict(CONFIG, **cfg)
     prep = kda_prepare(
-        q, k, v, g, beta, scale, prec=c["prec"], wprec=c["wprec"], prep_warps=c["prep_warps"], bk=c["bk"]
+        q,
+        k,
+        v,
+        g,
+        beta,
+        scale,
+        prec=c["prec"],
+        wprec=c["wprec"],
+        prep_warps=c["prep_warps"],
+        bk=c["bk"],
+        impl=c["impl"],
+        sprec=c["sprec"],
     )
     return kda_scan(
         prep,
@@ -378,7 +490,10 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
     )
 
 
-def kda_prepare(q, k, v, g, beta, scale, prec="tf32", wprec="tf32", prep_warps=4, bk=32):
+def kda_prepare(
+    q, k, v, g, beta, scale, prec="tf32", wprec="tf32", prep_warps=4, bk=32, impl="dense",
+    sprec="tf32",
+):  # fmt: skip
     """Kernel 1: the chunk-parallel part. Returns the buffers the scan reads, as a dict."""
     B, T, H, K = q.shape
     V = v.shape[-1]
@@ -396,7 +511,7 @@ def kda_prepare(q, k, v, g, beta, scale, prec="tf32", wprec="tf32", prep_warps=4
     bk = min(bk, K, V)
     interp = q.device.type == "cpu"  # Triton's interpreter (TRITON_INTERPRET=1)
     if interp:
-        prec = wprec = "ieee"  # the interpreter computes float32 dots exactly anyway
+        prec = wprec = sprec = "ieee"  # the interpreter computes float32 dots exactly anyway
     q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
     g = g.float()
     dev = q.device
@@ -409,10 +524,17 @@ def kda_prepare(q, k, v, g, beta, scale, prec="tf32", wprec="tf32", prep_warps=4
     u = torch.empty(BH, TP, V, device=dev, dtype=torch.bfloat16)
     aqk = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.bfloat16)
     gc = torch.empty(BH, NT, K, device=dev, dtype=torch.float32)
-    _kda_prep[(NT, BH)](
-        q, k, v, g, beta, qg, kd, w, u, aqk, gc, float(scale), T, H, NT, TP,
-        K=K, V=V, BK=bk, PREC=prec, WPREC=wprec, INTERP=interp, num_warps=prep_warps,
-    )  # fmt: skip
+    if impl == "dense":
+        _kda_prep_dense[(NT, BH)](
+            q, k, v, g, beta, qg, kd, w, u, aqk, gc, float(scale), T, H, NT, TP,
+            K=K, V=V, BK=bk, PREC=prec, WPREC=wprec, SPREC=sprec, INTERP=interp,
+            num_warps=prep_warps,
+        )  # fmt: skip
+    else:
+        _kda_prep[(NT, BH)](
+            q, k, v, g, beta, qg, kd, w, u, aqk, gc, float(scale), T, H, NT, TP,
+            K=K, V=V, BK=bk, PREC=prec, WPREC=wprec, INTERP=interp, num_warps=prep_warps,
+        )  # fmt: skip
     return dict(
         qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc,
         shape=(B, T, H, K, V), dtype=q.dtype, interp=interp,
@@ -427,8 +549,9 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
     TP = NT * CHUNK
     BH = B * H
     if bv is None:
-        # enough programs to fill the GPU's 132 SMs at small B * H
-        bv = 32 if BH * (V // 32) >= 96 else 16
+        # wide V blocks while there are enough programs to fill the 132 SMs, narrower below
+        # (measured on an H200: 64 best from B*H = 64 on, 32 at B*H = 32)
+        bv = 64 if BH * (V // 64) >= 128 else (32 if BH * (V // 32) >= 96 else 16)
     bv = min(bv, V)
     dev = prep["qg"].device
     o = torch.empty(B, T, H, V, device=dev, dtype=prep["dtype"])
