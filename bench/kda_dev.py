@@ -163,7 +163,7 @@ def main():
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--fla", default="none")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "kda.json"))
-    ap.add_argument("--configs", default="sweep", help="sweep | default")
+    ap.add_argument("--configs", default="sweep", help="sweep | quick | default")
     ap.add_argument("--budget-s", type=float, default=420.0, help="skip FLA after this")
     args = ap.parse_args()
     t_start = time.time()
@@ -187,7 +187,16 @@ def main():
 
     print(f"triton {triton.__version__}", flush=True)
 
-    if args.configs == "sweep":
+    if args.configs == "quick":
+        d = dict(kk.CONFIG)
+        d = {n: d[n] for n in PREP_KEYS}
+        prep_cfgs = [
+            dict(d, sprec="bf16"),
+            dict(d, sprec="tf32"),
+            dict(d, sprec="bf16", prec="tf32"),
+        ]
+        scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=s) for bv, s in ((32, 3), (64, 3), (32, 4), (64, 4))]
+    elif args.configs == "sweep":
         d = dict(impl="dense", prec="bf16", wprec="tf32", sprec="tf32", prep_warps=4, bk=32)
         prep_cfgs = [
             d,
