@@ -11,17 +11,18 @@ chunk), Gamma_i = exp(G_i), S0 the state entering the chunk:
     o         = (scale q * Gamma) S0 + Aqk U
     S_next    = exp(G_63)[:, None] * S0 + (k * exp(G_63 - G))^T U
 
-Kernel 1 (`_kda_prep`, one program per chunk and head, fully parallel) computes the cumulative gates,
-A and Aqk, the triangular solve and w, u, and writes qg = scale q * Gamma, kd = k * exp(G_63 - G),
-w, u, Aqk (bf16) and exp(G_63) (float32). A and Aqk are built from 16-row sub-chunks: the decay
-exp(G_i - G_j) is split as exp(G_i - m) * exp(m - G_j) with m the cumulative gate at the
-midpoint of a sub-chunk, so that no factor exceeds exp(8 * |g|max) (finite in float32 for per-step
-log decays down to about -10; FLA's safe-gate path assumes g >= -5). Blocks between two sub-chunks
-use each sub-chunk's own midpoint and a factor exp(m_I - m_J) <= 1 between them.
+Kernel 1 (`_kda_prep_dense`, the default, or `_kda_prep` with knob impl="blocks"; one program per
+chunk and head, fully parallel) computes the cumulative gates, A and Aqk, the triangular solve and
+w, u, and writes qg = scale q * Gamma, kd = k * exp(G_63 - G), w, u, Aqk (bf16) and exp(G_63)
+(float32). The decay exp(G_i - G_j) is split as exp(G_i - m) * exp(m - G_j) with m the cumulative
+gate at the midpoint of row i's 16-row sub-chunk and the column side zero past that sub-chunk, so
+that no factor exceeds exp(8 * |g|max) (finite in float32 for per-step log decays down to about -10;
+FLA's safe-gate path assumes g >= -5).
 
-The 64x64 solve is blocked: each 16x16 diagonal block (I + L) is inverted as
-(I - L)(I + L^2)(I + L^4)(I + L^8) (L is nilpotent, L^16 = 0), the off-diagonal blocks by block
-forward substitution, all with matrix products (no per-row loop).
+The solve is exact and uses matrix products only: with D the 16x16 diagonal blocks of A and N the
+rest, I + A = (I + D)(I + M), M = (I + D)^-1 N, D^16 = 0 and M^4 = 0, so
+(I + D)^-1 = (I - D)(I + D^2)(I + D^4)(I + D^8) and (I + M)^-1 = (I - M)(I + M^2) (`_kda_prep` does
+the same per 16x16 block with block forward substitution).
 
 Kernel 2 (`_kda_scan`, one program per (V block, head)) carries S (K x BV, float32) through the
 chunks in order and writes o; it is the only sequential part. Splitting V into blocks gives
@@ -451,7 +452,7 @@ def _kda_scan(
 
 # Tuning knobs (measured on an H200, see docs/kernels.md); bv None picks by the number of programs.
 CONFIG = dict(
-    impl="dense", prec="bf16", wprec="tf32", sprec="tf32", prep_warps=4, bk=32,
+    impl="dense", prec="bf16", wprec="tf32", sprec="bf16", prep_warps=4, bk=32,
     bv=None, scan_warps=4, scan_stages=3,
 )  # fmt: skip
 
