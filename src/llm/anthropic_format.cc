@@ -62,9 +62,8 @@ json to_anthropic_messages(const json& canonical, std::string* system) {
       if (blocks.empty()) blocks.push_back(text_block("(no content)"));
       push_turn(out, "assistant", blocks);
     } else if (role == "tool") {
-      json block = {{"type", "tool_result"},
-                    {"tool_use_id", m.value("tool_call_id", "")},
-                    {"content", text}};
+      json block = {
+          {"type", "tool_result"}, {"tool_use_id", m.value("tool_call_id", "")}, {"content", text}};
       if (m.value("is_error", false)) block["is_error"] = true;
       push_turn(out, "user", json::array({block}));
     }
@@ -107,11 +106,12 @@ json assistant_from_anthropic(const json& content) {
       text += block["text"].get<std::string>();
     } else if (type == "tool_use") {
       json input = block.contains("input") ? block["input"] : json::object();
-      calls.push_back({{"id", block.value("id", "toolu_" + std::to_string(calls.size()))},
-                       {"type", "function"},
-                       {"function",
-                        {{"name", block.value("name", "")},
-                         {"arguments", input.is_string() ? input.get<std::string>() : input.dump()}}}});
+      calls.push_back(
+          {{"id", block.value("id", "toolu_" + std::to_string(calls.size()))},
+           {"type", "function"},
+           {"function",
+            {{"name", block.value("name", "")},
+             {"arguments", input.is_string() ? input.get<std::string>() : input.dump()}}}});
     }
   }
   json m = {{"role", "assistant"}, {"content", text}};
@@ -150,8 +150,8 @@ ParsedReply AnthropicFormat::parse_reply(const json& body) const {
       return u.contains(k) && u[k].is_number() ? u[k].get<int64_t>() : 0;
     };
     // Cached prompt tokens are still prompt tokens the window holds.
-    r.usage.prompt_tokens = num("input_tokens") + num("cache_read_input_tokens") +
-                            num("cache_creation_input_tokens");
+    r.usage.prompt_tokens =
+        num("input_tokens") + num("cache_read_input_tokens") + num("cache_creation_input_tokens");
     r.usage.completion_tokens = num("output_tokens");
   }
   return r;

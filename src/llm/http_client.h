@@ -18,7 +18,8 @@ struct HttpOptions {
   double connect_timeout_s = 20;
 };
 
-// Posts `body` to `url` with `headers` ("Name: value" pairs). Thread-safe; one curl handle per call.
+// Posts `body` to `url` with `headers` ("Name: value" pairs). Thread-safe; one curl handle per
+// call.
 HttpResponse http_post(const std::string& url, const std::map<std::string, std::string>& headers,
                        const std::string& body, const HttpOptions& options);
 

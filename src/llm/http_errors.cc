@@ -10,13 +10,20 @@ namespace marathon::llm {
 
 std::string to_string(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kContextLength: return "context_length";
-    case ErrorKind::kAuth: return "auth";
-    case ErrorKind::kNotFound: return "not_found";
-    case ErrorKind::kMalformed: return "malformed";
-    case ErrorKind::kTransport: return "transport";
-    case ErrorKind::kRateLimitedExhausted: return "rate_limited_exhausted";
-    case ErrorKind::kBadRequest: return "bad_request";
+    case ErrorKind::kContextLength:
+      return "context_length";
+    case ErrorKind::kAuth:
+      return "auth";
+    case ErrorKind::kNotFound:
+      return "not_found";
+    case ErrorKind::kMalformed:
+      return "malformed";
+    case ErrorKind::kTransport:
+      return "transport";
+    case ErrorKind::kRateLimitedExhausted:
+      return "rate_limited_exhausted";
+    case ErrorKind::kBadRequest:
+      return "bad_request";
   }
   return "unknown";
 }
@@ -28,7 +35,8 @@ std::string error_body_message(const std::string& body) {
     if (e.is_string()) return e.get<std::string>();
     if (e.is_object() && e.contains("message") && e["message"].is_string()) {
       std::string msg = e["message"].get<std::string>();
-      if (e.contains("type") && e["type"].is_string()) msg += " (" + e["type"].get<std::string>() + ")";
+      if (e.contains("type") && e["type"].is_string())
+        msg += " (" + e["type"].get<std::string>() + ")";
       return msg;
     }
   }
@@ -44,9 +52,9 @@ bool mentions_context_length(const std::string& body) {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return std::tolower(c); });
   static constexpr std::array<const char*, 10> kPhrases = {
-      "context_length_exceeded", "context length",        "context window",
-      "maximum context",         "prompt is too long",    "too many tokens",
-      "input is too long",       "maximum input length",  "exceeds the limit of",
+      "context_length_exceeded", "context length",       "context window",
+      "maximum context",         "prompt is too long",   "too many tokens",
+      "input is too long",       "maximum input length", "exceeds the limit of",
       "string_above_max_length"};
   for (const char* p : kPhrases) {
     if (lower.find(p) != std::string::npos) return true;
@@ -62,9 +70,9 @@ LlmError classify_http_error(int status, const std::string& body, const std::str
   std::string head = where + ": HTTP " + std::to_string(status) + ": " + detail;
   if (status == 401 || status == 403) {
     e.kind = ErrorKind::kAuth;
-    e.message = head + (status == 401 ? " -- the API key was rejected" : " -- the key lacks access") +
-                (key_present ? "; check the key in env " + key_env
-                             : "; env " + key_env + " is not set");
+    e.message =
+        head + (status == 401 ? " -- the API key was rejected" : " -- the key lacks access") +
+        (key_present ? "; check the key in env " + key_env : "; env " + key_env + " is not set");
   } else if (status == 404) {
     e.kind = ErrorKind::kNotFound;
     e.message = head + " -- check the base URL and the model name";

@@ -46,9 +46,8 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
   std::map<std::string, std::string> headers = format_->headers(api_key_);
   for (const auto& [k, v] : config_.extra_headers) headers[k] = v;
   HttpOptions options{config_.timeout_s, config_.connect_timeout_s};
-  auto sleep = config_.sleep ? config_.sleep : [](std::chrono::milliseconds d) {
-    std::this_thread::sleep_for(d);
-  };
+  auto sleep = config_.sleep ? config_.sleep
+                             : [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
 
   HttpResponse resp;
   for (int retry = 0;; ++retry) {
@@ -88,8 +87,8 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
   }
   ParsedReply reply = format_->parse_reply(parsed);
   if (!reply.malformed.empty()) {
-    ErrorKind kind = mentions_context_length(resp.body) ? ErrorKind::kContextLength
-                                                        : ErrorKind::kMalformed;
+    ErrorKind kind =
+        mentions_context_length(resp.body) ? ErrorKind::kContextLength : ErrorKind::kMalformed;
     result.error = LlmError{kind, where + ": " + reply.malformed, resp.status};
     return result;
   }

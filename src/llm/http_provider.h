@@ -1,5 +1,6 @@
-// HttpProvider: a Provider that speaks one WireFormat over HTTP, with timeouts, retries (exponential
-// backoff with jitter, honouring Retry-After on 429/5xx), typed errors, reply checks and cost.
+// HttpProvider: a Provider that speaks one WireFormat over HTTP, with timeouts, retries
+// (exponential backoff with jitter, honouring Retry-After on 429/5xx), typed errors, reply checks
+// and cost.
 #pragma once
 
 #include <memory>

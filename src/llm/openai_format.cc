@@ -42,7 +42,8 @@ json normalise_call(const json& call, size_t index) {
   if (call.contains("id") && call["id"].is_string() && !call["id"].get<std::string>().empty()) {
     out["id"] = call["id"];
   }
-  std::string name = fn.contains("name") && fn["name"].is_string() ? fn["name"].get<std::string>() : "";
+  std::string name =
+      fn.contains("name") && fn["name"].is_string() ? fn["name"].get<std::string>() : "";
   std::string arguments;
   if (fn.contains("arguments")) {
     const json& a = fn["arguments"];
@@ -62,9 +63,9 @@ ParsedReply OpenAiFormat::parse_reply(const json& body) const {
     return r;
   }
   if (!body.contains("choices") || !body["choices"].is_array() || body["choices"].empty()) {
-    r.malformed = body.contains("error") ? "reply carries an error instead of choices: " +
-                                               body["error"].dump()
-                                         : "reply has no \"choices\" array";
+    r.malformed = body.contains("error")
+                      ? "reply carries an error instead of choices: " + body["error"].dump()
+                      : "reply has no \"choices\" array";
     return r;
   }
   const json& choice = body["choices"][0];

@@ -7,13 +7,20 @@ namespace marathon::llm {
 PriceTable::PriceTable() {
   // List prices (USD per million tokens, input / output). Config overrides them.
   prices_ = {
-      {"gpt-4o", {2.50, 10.00}},          {"gpt-4o-mini", {0.15, 0.60}},
-      {"gpt-4.1", {2.00, 8.00}},          {"gpt-4.1-mini", {0.40, 1.60}},
-      {"gpt-4.1-nano", {0.10, 0.40}},     {"gpt-5", {1.25, 10.00}},
-      {"gpt-5-mini", {0.25, 2.00}},       {"gpt-5-nano", {0.05, 0.40}},
-      {"o3", {2.00, 8.00}},               {"o4-mini", {1.10, 4.40}},
-      {"claude-opus-4", {15.00, 75.00}},  {"claude-sonnet-4", {3.00, 15.00}},
-      {"claude-3-7-sonnet", {3.00, 15.00}}, {"claude-3-5-haiku", {0.80, 4.00}},
+      {"gpt-4o", {2.50, 10.00}},
+      {"gpt-4o-mini", {0.15, 0.60}},
+      {"gpt-4.1", {2.00, 8.00}},
+      {"gpt-4.1-mini", {0.40, 1.60}},
+      {"gpt-4.1-nano", {0.10, 0.40}},
+      {"gpt-5", {1.25, 10.00}},
+      {"gpt-5-mini", {0.25, 2.00}},
+      {"gpt-5-nano", {0.05, 0.40}},
+      {"o3", {2.00, 8.00}},
+      {"o4-mini", {1.10, 4.40}},
+      {"claude-opus-4", {15.00, 75.00}},
+      {"claude-sonnet-4", {3.00, 15.00}},
+      {"claude-3-7-sonnet", {3.00, 15.00}},
+      {"claude-3-5-haiku", {0.80, 4.00}},
       {"claude-haiku-4", {1.00, 5.00}},
   };
 }

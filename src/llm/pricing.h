@@ -1,5 +1,5 @@
-// Prices in dollars per million tokens: a small built-in table by model-name prefix, which config can
-// extend or override. Unknown models (local servers) cost 0.
+// Prices in dollars per million tokens: a small built-in table by model-name prefix, which config
+// can extend or override. Unknown models (local servers) cost 0.
 #pragma once
 
 #include <map>

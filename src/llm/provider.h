@@ -1,7 +1,8 @@
-// Provider: one chat call to an LLM over HTTP. Messages and tools use marathon's canonical form (the
-// OpenAI chat format, see policy/policy.h); each provider translates to and from its wire format.
-// A call never throws for anything the network or the model does: failures come back as a typed
-// LlmError, and a reply whose tool calls cannot be acted on comes back with `problems` flagged.
+// Provider: one chat call to an LLM over HTTP. Messages and tools use marathon's canonical form
+// (the OpenAI chat format, see policy/policy.h); each provider translates to and from its wire
+// format. A call never throws for anything the network or the model does: failures come back as a
+// typed LlmError, and a reply whose tool calls cannot be acted on comes back with `problems`
+// flagged.
 #pragma once
 
 #include <chrono>
@@ -34,7 +35,8 @@ struct LlmError {
   int http_status = 0;  // 0 when no HTTP response arrived
 };
 
-// A part of a reply the loop must not act on as-is: it logs it and answers the model with `message`.
+// A part of a reply the loop must not act on as-is: it logs it and answers the model with
+// `message`.
 struct ReplyProblem {
   std::string tool_call_id;
   std::string kind;  // "bad_arguments" | "unknown_tool" | "missing_name"
@@ -74,15 +76,16 @@ struct Price {
 struct ProviderConfig {
   std::string provider;  // registry name: "openai", "anthropic", "vllm", ...
   std::string model;
-  std::string base_url;     // empty: the provider's default
-  std::string api_key_env;  // empty: the provider's default (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...)
-  double timeout_s = 600;   // whole request
+  std::string base_url;  // empty: the provider's default
+  std::string
+      api_key_env;         // empty: the provider's default (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...)
+  double timeout_s = 600;  // whole request
   double connect_timeout_s = 20;
-  int max_retries = 6;      // on 429, 5xx and transport errors
+  int max_retries = 6;  // on 429, 5xx and transport errors
   double backoff_base_s = 1.0;
   double backoff_max_s = 60.0;
-  double retry_after_max_s = 300;  // a longer Retry-After is clamped to this
-  std::optional<Price> price;       // this model's price, over any table
+  double retry_after_max_s = 300;       // a longer Retry-After is clamped to this
+  std::optional<Price> price;           // this model's price, over any table
   std::map<std::string, Price> prices;  // by model-name prefix, over the built-in table
   std::map<std::string, std::string> extra_headers;
   // How to wait between retries; tests inject a recorder. Default: std::this_thread::sleep_for.

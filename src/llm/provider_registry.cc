@@ -40,9 +40,9 @@ const ProviderInfo* find_provider(const std::string& name) {
 ModelSpec parse_model_spec(const std::string& spec) {
   auto colon = spec.find(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
-    throw std::invalid_argument("--model '" + spec +
-                                "': expected PROVIDER:MODEL, e.g. openai:gpt-4o; providers: " +
-                                provider_names());
+    throw std::invalid_argument(
+        "--model '" + spec +
+        "': expected PROVIDER:MODEL, e.g. openai:gpt-4o; providers: " + provider_names());
   }
   ModelSpec m{spec.substr(0, colon), spec.substr(colon + 1)};
   if (!find_provider(m.provider)) {
@@ -50,6 +50,55 @@ ModelSpec parse_model_spec(const std::string& spec) {
                                 "'; valid providers: " + provider_names());
   }
   return m;
+}
+
+ProviderConfig provider_config_from_json(const json& t, const std::string& where) {
+  if (!t.is_object()) throw std::invalid_argument(where + ": expected a table");
+  ProviderConfig c;
+  auto str = [&](const char* key, std::string& out) {
+    if (!t.contains(key)) return;
+    if (!t[key].is_string()) throw std::invalid_argument(where + "." + key + ": expected a string");
+    out = t[key].get<std::string>();
+  };
+  auto num = [&](const char* key, double& out) {
+    if (!t.contains(key)) return;
+    if (!t[key].is_number() || t[key].get<double>() < 0) {
+      throw std::invalid_argument(where + "." + key + ": expected a non-negative number");
+    }
+    out = t[key].get<double>();
+  };
+  auto price = [&](const json& p, const std::string& key) {
+    if (!p.is_object() || !p.contains("input") || !p.contains("output") ||
+        !p["input"].is_number() || !p["output"].is_number()) {
+      throw std::invalid_argument(key + ": expected {input = $/Mtok, output = $/Mtok}");
+    }
+    return Price{p["input"].get<double>(), p["output"].get<double>()};
+  };
+  std::string model;
+  str("model", model);
+  if (!model.empty()) {
+    ModelSpec spec = parse_model_spec(model);
+    c.provider = spec.provider;
+    c.model = spec.model;
+  }
+  str("base_url", c.base_url);
+  str("api_key_env", c.api_key_env);
+  num("timeout_s", c.timeout_s);
+  num("connect_timeout_s", c.connect_timeout_s);
+  num("backoff_base_s", c.backoff_base_s);
+  num("backoff_max_s", c.backoff_max_s);
+  num("retry_after_max_s", c.retry_after_max_s);
+  double retries = c.max_retries;
+  num("max_retries", retries);
+  c.max_retries = static_cast<int>(retries);
+  if (t.contains("price")) c.price = price(t["price"], where + ".price");
+  if (t.contains("prices")) {
+    if (!t["prices"].is_object()) throw std::invalid_argument(where + ".prices: expected a table");
+    for (const auto& [k, v] : t["prices"].items()) {
+      c.prices[k] = price(v, where + ".prices." + k);
+    }
+  }
+  return c;
 }
 
 std::unique_ptr<Provider> make_provider(ProviderConfig config) {

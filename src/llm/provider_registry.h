@@ -1,5 +1,5 @@
-// Providers by name. Every OpenAI-compatible server is the "openai" wire format with its own default
-// base URL and key variable; "anthropic" is the messages API.
+// Providers by name. Every OpenAI-compatible server is the "openai" wire format with its own
+// default base URL and key variable; "anthropic" is the messages API.
 #pragma once
 
 #include <memory>
@@ -29,6 +29,13 @@ struct ModelSpec {
 // "PROVIDER:MODEL", split at the first ':' (so "ollama:llama3:8b" is ollama's "llama3:8b").
 // Throws std::invalid_argument saying what is wrong and listing the providers.
 ModelSpec parse_model_spec(const std::string& spec);
+
+// A ProviderConfig from a config table, e.g. the [llm] table of a run config:
+//   {"model": "openai:gpt-4o", "base_url": "...", "api_key_env": "...", "timeout_s": 600,
+//    "connect_timeout_s": 20, "max_retries": 6, "backoff_base_s": 1, "backoff_max_s": 60,
+//    "price": {"input": 2.5, "output": 10}, "prices": {"MODEL_PREFIX": {"input", "output"}}}
+// Throws std::invalid_argument naming the key ("llm.timeout_s: expected a number").
+ProviderConfig provider_config_from_json(const json& table, const std::string& where = "llm");
 
 // Fills base_url / api_key_env defaults from the registry and builds the provider. Throws
 // std::invalid_argument for an unknown provider (listing the valid names) or an empty model.

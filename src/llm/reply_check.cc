@@ -11,7 +11,8 @@ std::vector<ReplyProblem> check_tool_calls(const json& message, const json& offe
   if (offered_tools.is_array()) {
     for (const json& t : offered_tools) {
       const json& fn = t.contains("function") ? t["function"] : t;
-      if (fn.contains("name") && fn["name"].is_string()) offered.insert(fn["name"].get<std::string>());
+      if (fn.contains("name") && fn["name"].is_string())
+        offered.insert(fn["name"].get<std::string>());
     }
   }
   std::string valid;
@@ -22,7 +23,8 @@ std::vector<ReplyProblem> check_tool_calls(const json& message, const json& offe
     std::string name = fn.value("name", "");
     std::string args = fn.value("arguments", "");
     if (name.empty()) {
-      problems.push_back({id, "missing_name", "tool call " + id + " names no tool; valid tools: " + valid});
+      problems.push_back(
+          {id, "missing_name", "tool call " + id + " names no tool; valid tools: " + valid});
       continue;
     }
     if (!offered.empty() && !offered.count(name)) {
@@ -38,9 +40,9 @@ std::vector<ReplyProblem> check_tool_calls(const json& message, const json& offe
                                 "' must be a JSON object, got " + parsed.type_name()});
       }
     } catch (const json::parse_error& e) {
-      problems.push_back({id, "bad_arguments",
-                          "arguments of call " + id + " to '" + name +
-                              "' are not valid JSON: " + e.what()});
+      problems.push_back(
+          {id, "bad_arguments",
+           "arguments of call " + id + " to '" + name + "' are not valid JSON: " + e.what()});
     }
   }
   return problems;

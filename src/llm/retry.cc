@@ -45,9 +45,8 @@ double backoff_s(int retry, double base_s, double max_s, double jitter01) {
   return cap / 2 + jitter01 * cap / 2;
 }
 
-double retry_delay_s(int retry, const std::map<std::string, std::string>& headers,
-                     std::time_t now, double base_s, double max_s, double retry_after_max_s,
-                     double jitter01) {
+double retry_delay_s(int retry, const std::map<std::string, std::string>& headers, std::time_t now,
+                     double base_s, double max_s, double retry_after_max_s, double jitter01) {
   if (auto server = retry_after_s(headers, now)) return std::min(*server, retry_after_max_s);
   return backoff_s(retry, base_s, max_s, jitter01);
 }

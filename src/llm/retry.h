@@ -1,5 +1,5 @@
-// Retry timing for HTTP calls: which statuses are worth another attempt, how long to wait (exponential
-// backoff with jitter), and what the server's Retry-After asks for. Pure functions.
+// Retry timing for HTTP calls: which statuses are worth another attempt, how long to wait
+// (exponential backoff with jitter), and what the server's Retry-After asks for. Pure functions.
 #pragma once
 
 #include <ctime>
@@ -23,8 +23,7 @@ double backoff_s(int retry, double base_s, double max_s, double jitter01);
 
 // The wait before the next attempt: the server's Retry-After when given (clamped to
 // retry_after_max_s, and never less than 0), else backoff_s.
-double retry_delay_s(int retry, const std::map<std::string, std::string>& headers,
-                     std::time_t now, double base_s, double max_s, double retry_after_max_s,
-                     double jitter01);
+double retry_delay_s(int retry, const std::map<std::string, std::string>& headers, std::time_t now,
+                     double base_s, double max_s, double retry_after_max_s, double jitter01);
 
 }  // namespace marathon::llm

@@ -9,8 +9,8 @@
 
 namespace marathon::llm {
 
-// A 2xx body turned back into canonical form. `malformed` non-empty: the body is not what the format
-// promises (says what is missing or wrong); the other fields are then unusable.
+// A 2xx body turned back into canonical form. `malformed` non-empty: the body is not what the
+// format promises (says what is missing or wrong); the other fields are then unusable.
 struct ParsedReply {
   json message = json::object();
   Usage usage;

@@ -45,8 +45,8 @@ bool write_whole_file(const fs::path& path, const std::string& bytes, std::strin
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   if (ec) {
-    *error = "cannot create directory " + path.parent_path().filename().string() + ": " +
-             ec.message();
+    *error =
+        "cannot create directory " + path.parent_path().filename().string() + ": " + ec.message();
     return false;
   }
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);

@@ -23,8 +23,7 @@ bool write_whole_file(const std::filesystem::path& path, const std::string& byte
 bool looks_binary(const std::string& bytes);
 
 // workspace.written {path, sha, size}; the bytes go to the blob store through ctx.put_blob.
-NewEvent workspace_written(const std::string& relative, const std::string& bytes,
-                           ToolContext& ctx);
+NewEvent workspace_written(const std::string& relative, const std::string& bytes, ToolContext& ctx);
 
 inline constexpr size_t kMaxFileBytes = 8 << 20;  // reads and writes above this are refused
 

@@ -64,12 +64,10 @@ void validate(const json& v, const json& s, const std::string& where,
   }
   if (v.is_string()) {
     size_t n = v.get_ref<const std::string&>().size();
-    if (s.contains("minLength") && s["minLength"].is_number() &&
-        n < s["minLength"].get<size_t>()) {
+    if (s.contains("minLength") && s["minLength"].is_number() && n < s["minLength"].get<size_t>()) {
       errors.push_back(where + ": shorter than " + s["minLength"].dump() + " characters");
     }
-    if (s.contains("maxLength") && s["maxLength"].is_number() &&
-        n > s["maxLength"].get<size_t>()) {
+    if (s.contains("maxLength") && s["maxLength"].is_number() && n > s["maxLength"].get<size_t>()) {
       errors.push_back(where + ": longer than " + s["maxLength"].dump() + " characters");
     }
   }

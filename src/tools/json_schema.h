@@ -1,7 +1,7 @@
-// A validator for the subset of JSON schema the tools use: type (incl. a list of types), properties,
-// required, enum, additionalProperties (false or a schema), items, minimum/maximum, minLength/
-// maxLength. (Debian packages no JSON-schema validator for nlohmann::json; this is enough for tool
-// arguments.) Pure.
+// A validator for the subset of JSON schema the tools use: type (incl. a list of types),
+// properties, required, enum, additionalProperties (false or a schema), items, minimum/maximum,
+// minLength/ maxLength. (Debian packages no JSON-schema validator for nlohmann::json; this is
+// enough for tool arguments.) Pure.
 #pragma once
 
 #include <string>

@@ -108,10 +108,15 @@ std::vector<std::string> bwrap_argv(const SandboxOptions& o, const std::string& 
                                 "--unshare-pid",
                                 "--unshare-ipc",
                                 "--unshare-uts",
-                                "--ro-bind", "/", "/",
-                                "--dev", "/dev",
-                                "--proc", "/proc",
-                                "--tmpfs", "/tmp"};
+                                "--ro-bind",
+                                "/",
+                                "/",
+                                "--dev",
+                                "/dev",
+                                "--proc",
+                                "/proc",
+                                "--tmpfs",
+                                "/tmp"};
   if (o.gpu) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator("/dev", ec)) {
@@ -120,9 +125,9 @@ std::vector<std::string> bwrap_argv(const SandboxOptions& o, const std::string& 
       }
     }
   }
-  a.insert(a.end(), {"--bind", ws, ws, "--chdir", ws, "--clearenv", "--setenv", "PATH", path_env(),
-                     "--setenv", "HOME", ws, "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG",
-                     "C.UTF-8"});
+  a.insert(a.end(),
+           {"--bind", ws, ws, "--chdir", ws, "--clearenv", "--setenv", "PATH", path_env(),
+            "--setenv", "HOME", ws, "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"});
   for (const auto& name : o.pass_env) {
     if (const char* v = std::getenv(name.c_str())) a.insert(a.end(), {"--setenv", name, v});
   }

@@ -18,8 +18,13 @@ struct SandboxOptions {
   std::string bwrap = "bwrap";
   // Variables passed through from the runner's environment (everything else is cleared: API keys
   // never reach the sandbox). PATH, HOME (= workspace), TMPDIR and LANG are always set.
-  std::vector<std::string> pass_env = {"MARATHON_PYTHON", "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET",
-                                       "VIRTUAL_ENV", "PYTHONPATH", "CC", "CXX"};
+  std::vector<std::string> pass_env = {"MARATHON_PYTHON",
+                                       "CUDA_VISIBLE_DEVICES",
+                                       "TRITON_INTERPRET",
+                                       "VIRTUAL_ENV",
+                                       "PYTHONPATH",
+                                       "CC",
+                                       "CXX"};
 };
 
 struct SandboxResult {

@@ -1,4 +1,5 @@
-// `edit_file`: replaces one exact occurrence of a string; 0 or several matches fail and say how many.
+// `edit_file`: replaces one exact occurrence of a string; 0 or several matches fail and say how
+// many.
 #pragma once
 
 #include <memory>

@@ -26,15 +26,16 @@ class GrepTool : public Tool {
            std::to_string(kDefaultMatches) + ").";
   }
   json parameters() const override {
-    return {{"type", "object"},
-            {"properties",
-             {{"pattern", {{"type", "string"}, {"minLength", 1}}},
-              {"path", {{"type", "string"}, {"description", "file or folder; default the workspace"}}},
-              {"glob", {{"type", "string"}, {"description", "only file names matching, e.g. *.py"}}},
-              {"ignore_case", {{"type", "boolean"}}},
-              {"max_matches", {{"type", "integer"}, {"minimum", 1}, {"maximum", kMaxMatches}}}}},
-            {"required", {"pattern"}},
-            {"additionalProperties", false}};
+    return {
+        {"type", "object"},
+        {"properties",
+         {{"pattern", {{"type", "string"}, {"minLength", 1}}},
+          {"path", {{"type", "string"}, {"description", "file or folder; default the workspace"}}},
+          {"glob", {{"type", "string"}, {"description", "only file names matching, e.g. *.py"}}},
+          {"ignore_case", {{"type", "boolean"}}},
+          {"max_matches", {{"type", "integer"}, {"minimum", 1}, {"maximum", kMaxMatches}}}}},
+        {"required", {"pattern"}},
+        {"additionalProperties", false}};
   }
   bool idempotent() const override { return true; }
 

@@ -39,7 +39,7 @@ class ReadFileTool : public Tool {
     if (!bytes) return tool_error("read_file " + path + ": " + error);
     if (looks_binary(*bytes)) {
       return tool_error("read_file " + path + ": binary file (" + std::to_string(bytes->size()) +
-                  " bytes); not shown");
+                        " bytes); not shown");
     }
     std::vector<std::pair<size_t, size_t>> lines;  // [begin, end) of each line, without '\n'
     for (size_t b = 0; b < bytes->size();) {
@@ -57,7 +57,7 @@ class ReadFileTool : public Tool {
     }
     if (first > total) {
       return tool_error("read_file " + path + ": start_line " + std::to_string(first) +
-                  " is past the end (" + std::to_string(total) + " lines)");
+                        " is past the end (" + std::to_string(total) + " lines)");
     }
     if (last < first) return tool_error("read_file " + path + ": end_line is before start_line");
     last = std::min(last, total);

@@ -7,7 +7,8 @@
 namespace marathon {
 
 void ToolRegistry::add(std::unique_ptr<Tool> tool) {
-  if (find(tool->name())) throw std::invalid_argument("tool '" + tool->name() + "' registered twice");
+  if (find(tool->name()))
+    throw std::invalid_argument("tool '" + tool->name() + "' registered twice");
   tools_.push_back(std::move(tool));
 }
 
@@ -47,7 +48,8 @@ std::optional<json> parse_tool_arguments(const std::string& tool, const std::str
     }
     return j;
   } catch (const json::parse_error& e) {
-    *error = "arguments of " + tool + " are not valid JSON (" + e.what() + "); send one JSON object";
+    *error =
+        "arguments of " + tool + " are not valid JSON (" + e.what() + "); send one JSON object";
     return std::nullopt;
   }
 }

@@ -1,7 +1,7 @@
 // ToolRegistry: the tools on offer, by name, and the one entry point through which a model's tool
-// call reaches a tool: the arguments text is parsed, checked against the tool's schema, and the tool
-// run; every failure on the way (unknown name, invalid JSON, schema violation, an exception from the
-// tool) becomes ToolResult{ok=false} with a message the model can act on.
+// call reaches a tool: the arguments text is parsed, checked against the tool's schema, and the
+// tool run; every failure on the way (unknown name, invalid JSON, schema violation, an exception
+// from the tool) becomes ToolResult{ok=false} with a message the model can act on.
 #pragma once
 
 #include <memory>

@@ -12,7 +12,9 @@ std::string cap_output(const std::string& output, size_t total_bytes, size_t cap
   if (total_bytes <= cap && output.size() == total_bytes) return output;
   size_t half = cap / 2;
   std::string head = output.substr(0, std::min(half, output.size()));
-  std::string tail = output.size() > half ? output.substr(output.size() - std::min(half, output.size() - half)) : "";
+  std::string tail = output.size() > half
+                         ? output.substr(output.size() - std::min(half, output.size() - half))
+                         : "";
   size_t elided = total_bytes - head.size() - tail.size();
   std::string note = "\n[... " + std::to_string(elided) + " of " + std::to_string(total_bytes) +
                      " bytes not shown";
@@ -63,7 +65,8 @@ class RunTool : public Tool {
     if (s.timed_out) {
       char t[32];
       std::snprintf(t, sizeof t, "%.0f", so.timeout_s);
-      status = std::string("timed out after ") + t + " s; the command and all its processes were killed";
+      status =
+          std::string("timed out after ") + t + " s; the command and all its processes were killed";
       r.ok = false;
     } else if (s.signal != 0) {
       status = "killed by signal " + std::to_string(s.signal) + " after " + secs;
@@ -72,7 +75,8 @@ class RunTool : public Tool {
       status = "exit code " + std::to_string(s.exit_code) + " after " + secs;
       r.ok = s.exit_code == 0;
     }
-    r.output = status + "\n" + cap_output(s.output, s.output_bytes, o_.output_cap, r.full_output_sha);
+    r.output =
+        status + "\n" + cap_output(s.output, s.output_bytes, o_.output_cap, r.full_output_sha);
     return r;
   }
 

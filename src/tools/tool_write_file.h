@@ -1,4 +1,5 @@
-// `write_file`: creates or replaces a workspace file; the new version is a blob (workspace.written).
+// `write_file`: creates or replaces a workspace file; the new version is a blob
+// (workspace.written).
 #pragma once
 
 #include <memory>

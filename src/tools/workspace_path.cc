@@ -55,7 +55,8 @@ WorkspacePath resolve_workspace_path(const fs::path& workspace, const std::strin
       return out;
     }
     if (!is_within(root, p)) {
-      out.error = "path '" + path + "' refused: it resolves outside the workspace (through a symlink)";
+      out.error =
+          "path '" + path + "' refused: it resolves outside the workspace (through a symlink)";
       return out;
     }
     if (!fs::is_symlink(fs::symlink_status(p, ec))) break;

@@ -45,7 +45,8 @@ TEST(HttpErrors, ContextLengthWordingIsItsOwnKind) {
   EXPECT_EQ(e.kind, ErrorKind::kContextLength);
   EXPECT_NE(e.message.find("maximum context length"), std::string::npos);
   auto anthropic = classify_http_error(
-      400, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})",
+      400,
+      R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})",
       "anthropic", "ANTHROPIC_API_KEY", true);
   EXPECT_EQ(anthropic.kind, ErrorKind::kContextLength);
   auto other = classify_http_error(400, R"({"error":{"message":"temperature must be <= 2"}})", "x",
@@ -198,6 +199,25 @@ TEST(Registry, ModelSpecSplitsAtFirstColonAndUnknownProviderListsValidNames) {
   c.provider = "openai";
   c.model = "";
   EXPECT_THROW(make_provider(c), std::invalid_argument);
+}
+
+TEST(Registry, ConfigTableIsReadAndBadKeysAreNamed) {
+  ProviderConfig c = provider_config_from_json(
+      json{{"model", "anthropic:claude-sonnet-4"}, {"timeout_s", 30}, {"max_retries", 2},
+           {"prices", {{"claude", {{"input", 1}, {"output", 2}}}}}});
+  EXPECT_EQ(c.provider, "anthropic");
+  EXPECT_EQ(c.model, "claude-sonnet-4");
+  EXPECT_EQ(c.timeout_s, 30);
+  EXPECT_EQ(c.max_retries, 2);
+  EXPECT_EQ(c.prices.at("claude").output_per_mtok, 2);
+  try {
+    provider_config_from_json(json{{"timeout_s", "soon"}});
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "llm.timeout_s: expected a non-negative number");
+  }
+  EXPECT_THROW(provider_config_from_json(json{{"prices", {{"m", {{"input", 1}}}}}}),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -80,7 +80,8 @@ TEST(OpenAiProvider, ToolCallsAreParsedIntoCanonicalForm) {
 
 TEST(OpenAiProvider, RateLimitIsRetriedAfterTheServersRetryAfter) {
   ScriptedLlmServer server({testing::error_response(429, "slow down", {{"Retry-After", "2"}}),
-                            testing::error_response(503, "overloaded"), testing::openai_text("ok")});
+                            testing::error_response(503, "overloaded"),
+                            testing::openai_text("ok")});
   Fixture f;
   ChatResult r = f.make("openai", server)->chat(request_with_tools());
   ASSERT_TRUE(r.ok()) << r.error->message;
@@ -88,12 +89,14 @@ TEST(OpenAiProvider, RateLimitIsRetriedAfterTheServersRetryAfter) {
   EXPECT_EQ(server.request_count(), 3u);
   ASSERT_EQ(f.sleeps.size(), 2u);
   EXPECT_EQ(f.sleeps[0], std::chrono::milliseconds(2000));  // Retry-After honoured exactly
-  EXPECT_GE(f.sleeps[1], std::chrono::milliseconds(1000));  // backoff: retry 1 of base 1 s -> [1, 2]
+  EXPECT_GE(f.sleeps[1],
+            std::chrono::milliseconds(1000));  // backoff: retry 1 of base 1 s -> [1, 2]
   EXPECT_LE(f.sleeps[1], std::chrono::milliseconds(2000));
 }
 
 TEST(OpenAiProvider, RateLimitStillThereAfterEveryRetryIsExhausted) {
-  std::vector<ScriptedResponse> script(10, testing::error_response(429, "quota", {{"retry-after", "1"}}));
+  std::vector<ScriptedResponse> script(
+      10, testing::error_response(429, "quota", {{"retry-after", "1"}}));
   ScriptedLlmServer server(script);
   Fixture f;
   ChatResult r = f.make("openai", server)->chat(request_with_tools());
@@ -122,8 +125,9 @@ TEST(OpenAiProvider, RejectedKeyIsAClearAuthErrorWithoutRetryOrTheKey) {
 TEST(OpenAiProvider, NotFoundAndContextLengthAreTheirOwnKinds) {
   ScriptedLlmServer server(
       {testing::error_response(404, "The model `gpt-9` does not exist"),
-       testing::error_response(400, "This model's maximum context length is 8192 tokens. However, "
-                                    "your messages resulted in 9001 tokens.",
+       testing::error_response(400,
+                               "This model's maximum context length is 8192 tokens. However, "
+                               "your messages resulted in 9001 tokens.",
                                {}, "invalid_request_error")});
   Fixture f;
   auto p = f.make("openai", server);
@@ -153,9 +157,9 @@ TEST(OpenAiProvider, BodyThatIsNotJsonIsMalformedNotACrash) {
 }
 
 TEST(OpenAiProvider, BadToolArgumentsAndUnknownToolAreFlaggedAndTheReplyKept) {
-  ScriptedLlmServer server({testing::openai_tool_calls(json::array(
-      {{{"id", "x"}, {"name", "read_file"}, {"arguments", "{\"path\": \"a.txt\""}},
-       {{"id", "y"}, {"name", "delete_everything"}, {"arguments", "{}"}}}))});
+  ScriptedLlmServer server({testing::openai_tool_calls(
+      json::array({{{"id", "x"}, {"name", "read_file"}, {"arguments", "{\"path\": \"a.txt\""}},
+                   {{"id", "y"}, {"name", "delete_everything"}, {"arguments", "{}"}}}))});
   Fixture f;
   ChatResult r = f.make("openai", server)->chat(request_with_tools());
   ASSERT_TRUE(r.ok());
@@ -206,8 +210,8 @@ TEST(OpenAiProvider, SlowServerHitsTheTimeout) {
 }
 
 TEST(OpenAiProvider, CostIsUsageTimesTheModelsPrice) {
-  ScriptedLlmServer server({testing::openai_text("a", 1'000'000, 100'000),
-                            testing::openai_text("b", 2000, 1000)});
+  ScriptedLlmServer server(
+      {testing::openai_text("a", 1'000'000, 100'000), testing::openai_text("b", 2000, 1000)});
   Fixture f;
   auto p = f.make("openai", server, "gpt-4o-mini");
   ChatRequest req = request_with_tools();
@@ -224,7 +228,8 @@ TEST(OpenAiProvider, CostIsUsageTimesTheModelsPrice) {
 TEST(AnthropicProvider, TranslatesRequestAndReplyThroughRealHttp) {
   setenv("MARATHON_TEST_LLM_KEY", "ant-key", 1);
   ScriptedLlmServer server({testing::anthropic_tool_use(
-      json::array({{{"id", "toolu_1"}, {"name", "write_file"},
+      json::array({{{"id", "toolu_1"},
+                    {"name", "write_file"},
                     {"arguments", {{"path", "k.cc"}, {"content", "int x;"}}}}}),
       "writing", 300, 40)});
   Fixture f;
@@ -261,9 +266,9 @@ TEST(AnthropicProvider, TranslatesRequestAndReplyThroughRealHttp) {
 }
 
 TEST(LlmPolicy, ReplyCarriesUsageCostErrorsAndProblems) {
-  ScriptedLlmServer server(
-      {testing::openai_tool_calls(json::array({{{"id", "z"}, {"name", "nope"}, {"arguments", "{}"}}})),
-       testing::error_response(401, "bad key")});
+  ScriptedLlmServer server({testing::openai_tool_calls(json::array(
+                                {{{"id", "z"}, {"name", "nope"}, {"arguments", "{}"}}})),
+                            testing::error_response(401, "bad key")});
   Fixture f;
   LlmPolicy policy(f.make("openai", server));
   PolicyRequest req;
@@ -291,12 +296,13 @@ TEST(ScriptedServerExecutable, ServesAJsonlScriptByTurnAndRecordsRequests) {
       << json{{"status", 200}, {"body", testing::openai_text("second").body}}.dump() << "\n";
   std::string script = (dir / "script.jsonl").string(), record = (dir / "record.jsonl").string(),
               port_file = (dir / "port").string();
-  const char* argv[] = {SCRIPTED_LLM_SERVER, "--script", script.c_str(), "--record", record.c_str(),
-                        "--port-file", port_file.c_str(), "--index", "turn", nullptr};
+  const char* argv[] = {
+      SCRIPTED_LLM_SERVER, "--script",        script.c_str(), "--record", record.c_str(),
+      "--port-file",       port_file.c_str(), "--index",      "turn",     nullptr};
   pid_t pid;
-  ASSERT_EQ(posix_spawn(&pid, SCRIPTED_LLM_SERVER, nullptr, nullptr, const_cast<char**>(argv),
-                        environ),
-            0);
+  ASSERT_EQ(
+      posix_spawn(&pid, SCRIPTED_LLM_SERVER, nullptr, nullptr, const_cast<char**>(argv), environ),
+      0);
   for (int i = 0; i < 600 && !fs::exists(port_file); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -59,8 +59,8 @@ TEST_F(FileTools, ReadOfAHugeFileIsCappedAndSaysWhereToContinue) {
 
 TEST_F(FileTools, EditReplacesExactlyOneMatch) {
   w.write("k.py", "BLOCK = 32\nWARPS = 4\n");
-  ToolResult r = call("edit_file", {{"path", "k.py"}, {"old_string", "WARPS = 4"},
-                                    {"new_string", "WARPS = 8"}});
+  ToolResult r = call("edit_file",
+                      {{"path", "k.py"}, {"old_string", "WARPS = 4"}, {"new_string", "WARPS = 8"}});
   ASSERT_TRUE(r.ok) << r.output;
   EXPECT_EQ(w.read(w.ws() / "k.py"), "BLOCK = 32\nWARPS = 8\n");
   ASSERT_EQ(r.events.size(), 1u);
@@ -69,8 +69,8 @@ TEST_F(FileTools, EditReplacesExactlyOneMatch) {
 
 TEST_F(FileTools, EditWithNoMatchFailsAndSaysZero) {
   w.write("k.py", "BLOCK = 32\n");
-  ToolResult r = call("edit_file", {{"path", "k.py"}, {"old_string", "BLOCK = 64"},
-                                    {"new_string", "BLOCK = 128"}});
+  ToolResult r = call(
+      "edit_file", {{"path", "k.py"}, {"old_string", "BLOCK = 64"}, {"new_string", "BLOCK = 128"}});
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.output.find("0 matches"), std::string::npos) << r.output;
   EXPECT_TRUE(r.events.empty());

@@ -74,8 +74,8 @@ TEST_F(RunTool, CommandRunsInTheWorkspaceAndReportsItsExitCode) {
 
 TEST_F(RunTool, NetworkIsUnreachableFromTheSandbox) {
   Listener host;
-  std::string connect = "bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(host.port()) +
-                        " && echo CONNECTED'";
+  std::string connect =
+      "bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(host.port()) + " && echo CONNECTED'";
   // The listener is reachable from outside the sandbox (so the refusal below means something).
   ASSERT_EQ(std::system((connect + " >/dev/null 2>&1").c_str()), 0);
   ToolResult r = run(connect);
@@ -119,9 +119,8 @@ TEST_F(RunTool, TimeoutKillsTheWholeTreeIncludingADetachedGrandchild) {
   // Unique sleep lengths mark the processes so the test can look for them afterwards.
   std::string child = "1000." + std::to_string(getpid() % 100000) + "1";
   std::string grandchild = "1000." + std::to_string(getpid() % 100000) + "2";
-  ToolResult r = run("sh -c 'setsid sleep " + grandchild + " > /dev/null 2>&1 & sleep " + child +
-                         "' & wait",
-                     2);
+  ToolResult r = run(
+      "sh -c 'setsid sleep " + grandchild + " > /dev/null 2>&1 & sleep " + child + "' & wait", 2);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.output.find("timed out after 2 s"), std::string::npos) << r.output;
   // The kernel tears the PID namespace down asynchronously: allow it a moment, generously.
@@ -171,7 +170,8 @@ TEST(Sandbox, ArgvHasNoNetworkReadOnlyRootAndOnlyTheWorkspaceBoundWritable) {
   EXPECT_NE(joined.find("--unshare-net"), std::string::npos);
   EXPECT_NE(joined.find("--die-with-parent"), std::string::npos);
   EXPECT_NE(joined.find("--ro-bind / /"), std::string::npos);
-  EXPECT_NE(joined.find("--bind /data/run/ws /data/run/ws --chdir /data/run/ws"), std::string::npos);
+  EXPECT_NE(joined.find("--bind /data/run/ws /data/run/ws --chdir /data/run/ws"),
+            std::string::npos);
   EXPECT_EQ(a.back(), "make");
 }
 
@@ -179,7 +179,9 @@ TEST(CapOutput, KeepsHeadAndTailAndCountsWhatIsLeftOut) {
   std::string out(100, 'a');
   out += std::string(100, 'b');
   std::string c = cap_output(out, out.size(), 20, "abc");
-  EXPECT_EQ(c, std::string(10, 'a') + "\n[... 180 of 200 bytes not shown; full output kept as blob abc ...]\n" + std::string(10, 'b'));
+  EXPECT_EQ(c, std::string(10, 'a') +
+                   "\n[... 180 of 200 bytes not shown; full output kept as blob abc ...]\n" +
+                   std::string(10, 'b'));
   EXPECT_EQ(cap_output("short", 5, 20, ""), "short");
 }
 

@@ -1,8 +1,9 @@
 // The registry's gate in front of every tool: names, JSON, schema.
+#include "tools/tool_registry.h"
+
 #include <gtest/gtest.h>
 
 #include "tools/json_schema.h"
-#include "tools/tool_registry.h"
 #include "tools/workspace_tools.h"
 #include "tools_test_support.h"
 
@@ -21,13 +22,13 @@ TEST(JsonSchema, ReportsEveryViolationWithItsPlace) {
       "n":{"type":"integer","minimum":1,"maximum":10},
       "tags":{"type":"array","items":{"type":"string"}}},
       "required":["path"],"additionalProperties":false})"_json;
-  auto errors = validate_schema(
-      R"({"mode":"c","n":0,"tags":["x",3],"extra":true})"_json, schema);
+  auto errors = validate_schema(R"({"mode":"c","n":0,"tags":["x",3],"extra":true})"_json, schema);
   ASSERT_EQ(errors.size(), 5u) << ::testing::PrintToString(errors);
   EXPECT_EQ(errors[0], "arguments.path: required property is missing");
   std::string all;
   for (const auto& e : errors) all += e + "\n";
-  EXPECT_NE(all.find("arguments.mode: \"c\" is not one of [\"a\",\"b\"]"), std::string::npos) << all;
+  EXPECT_NE(all.find("arguments.mode: \"c\" is not one of [\"a\",\"b\"]"), std::string::npos)
+      << all;
   EXPECT_NE(all.find("arguments.n: 0 is below the minimum 1"), std::string::npos) << all;
   EXPECT_NE(all.find("arguments.tags[1]: expected string, got integer"), std::string::npos) << all;
   EXPECT_NE(all.find("arguments.extra: unknown property"), std::string::npos) << all;
