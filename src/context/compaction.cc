@@ -82,7 +82,8 @@ std::string turns_text(const std::vector<Event>& events, int64_t after, int64_t 
 
 // Tokens of the prompt that a compaction would leave, without the hard cap (what it frees).
 int64_t natural_tokens(const Layout& l, const ContextView& v, const ContextConfig& config) {
-  return assemble(l, v, config, /*enforce_hard_cap=*/false).tokens_estimate;
+  return assemble(l, v, config, /*enforce_hard_cap=*/false, /*with_messages=*/false)
+      .tokens_estimate;
 }
 
 NewEvent make_event(const char* type, json payload) {
@@ -240,9 +241,8 @@ CompactionPlan plan_compaction(const State& state, const std::vector<Event>& eve
   for (size_t i = 0; i + 1 < l.units.size(); ++i) {
     for (const TranscriptMessage& m : l.units[i].messages) {
       if (!m.tool_output || m.seq <= c.elided_through) continue;
-      const std::string& content = m.message.at("content").get_ref<const std::string&>();
-      if (static_cast<int64_t>(content.size()) <= config.elide_min_bytes) continue;
-      outputs.push_back({m.seq, estimate_text_tokens(content)});
+      if (m.content_bytes <= config.elide_min_bytes) continue;
+      outputs.push_back({m.seq, m.content_tokens});
     }
   }
   std::sort(outputs.begin(), outputs.end(),
@@ -260,7 +260,10 @@ CompactionPlan plan_compaction(const State& state, const std::vector<Event>& eve
   const bool elision_frees = p.elide_through > c.elided_through;
   ContextView v1{c.summary, c.summarized_through, p.elide_through};
   const int64_t after_stage1 = elision_frees ? natural_tokens(l, v1, config) : p.tokens_before;
-  if (elision_frees && !manual && !overflow && after_stage1 <= config.soft_tokens()) {
+  // Elision alone must leave real room (a tenth of the window under the soft threshold), or the
+  // next few steps would each elide a little again.
+  const int64_t stage1_target = config.soft_tokens() - config.frac(0.10);
+  if (elision_frees && !manual && !overflow && after_stage1 <= stage1_target) {
     p.action = CompactionPlan::Action::kElide;
     return p;
   }
@@ -270,9 +273,7 @@ CompactionPlan plan_compaction(const State& state, const std::vector<Event>& eve
   acc = 0;
   for (size_t i = l.units.size(); i > 0; --i) {
     const Unit& u = l.units[i - 1];
-    int64_t t = 0;
-    for (const json& m : unit_messages(u, p.elide_through, config)) t += estimate_message_tokens(m);
-    acc += calibrated(t, l.ratio);
+    acc += calibrated(unit_tokens(u, p.elide_through, config), l.ratio);
     if (i != l.units.size() && acc > keep_turns) {
       p.summarize_through = u.last_seq;
       break;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "context/compaction_log.h"
 #include "context/goal_block.h"
 #include "context/ledger_view.h"
@@ -126,59 +128,73 @@ Layout make_layout(const State& state, const std::vector<Event>& events,
   return l;
 }
 
+namespace {
+
+// The content a message is sent with (elided or cut), or nullopt when it goes as logged; its tokens.
+struct Shown {
+  std::optional<std::string> content;
+  int64_t tokens = 0;
+};
+
+Shown shown(const TranscriptMessage& m, int64_t elided_through, const ContextConfig& config) {
+  Shown s;
+  s.tokens = m.tokens;
+  if (!m.tool_output) return s;
+  if (m.seq <= elided_through && m.content_bytes > config.elide_min_bytes) {
+    s.content = elision_pointer(m.seq);
+  } else {
+    const int64_t output_cap = std::max<int64_t>(200, config.frac(0.15));
+    if (m.content_tokens <= output_cap) return s;
+    s.content = cap_output(m.message.at("content").get_ref<const std::string&>(), m.seq, output_cap);
+  }
+  s.tokens = m.tokens - m.content_tokens + estimate_text_tokens(*s.content);
+  return s;
+}
+
+}  // namespace
+
 json unit_messages(const Unit& unit, int64_t elided_through, const ContextConfig& config) {
   json out = json::array();
-  const int64_t output_cap = std::max<int64_t>(200, config.frac(0.15));
   for (const TranscriptMessage& m : unit.messages) {
-    if (!m.tool_output) {
-      out.push_back(m.message);
-      continue;
-    }
-    const std::string& content = m.message.at("content").get_ref<const std::string&>();
+    Shown s = shown(m, elided_through, config);
     json msg = m.message;
-    if (m.seq <= elided_through && static_cast<int64_t>(content.size()) > config.elide_min_bytes) {
-      msg["content"] = elision_pointer(m.seq);
-    } else {
-      std::string capped = cap_output(content, m.seq, output_cap);
-      if (capped.size() != content.size()) msg["content"] = std::move(capped);
-    }
+    if (s.content) msg["content"] = std::move(*s.content);
     out.push_back(std::move(msg));
   }
   return out;
 }
 
+int64_t unit_tokens(const Unit& unit, int64_t elided_through, const ContextConfig& config) {
+  int64_t t = 0;
+  for (const TranscriptMessage& m : unit.messages) t += shown(m, elided_through, config).tokens;
+  return t;
+}
+
 Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& config,
-                bool enforce_hard_cap) {
+                bool enforce_hard_cap, bool with_messages) {
   Prompt p;
   p.ratio = l.ratio;
   p.summarized_through = v.summarized_through;
   p.elided_through = v.elided_through;
   p.units_total = static_cast<int64_t>(l.units.size());
 
-  std::vector<json> unit_msgs;
-  std::vector<int64_t> unit_tokens;
-  unit_msgs.reserve(l.units.size());
-  for (const Unit& u : l.units) {
-    json msgs = unit_messages(u, v.elided_through, config);
-    int64_t t = 0;
-    for (const json& m : msgs) t += estimate_message_tokens(m);
-    unit_msgs.push_back(std::move(msgs));
-    unit_tokens.push_back(t);
-  }
+  std::vector<int64_t> tokens;
+  tokens.reserve(l.units.size());
+  for (const Unit& u : l.units) tokens.push_back(unit_tokens(u, v.elided_through, config));
 
   // Fixed part: system (with room for the omission note) + task message + tools.
-  json kickoff = l.kickoff;
-  const int64_t fixed_raw = 3 + estimate_message_tokens(json{
-                                    {"role", "system"}, {"content", join_system(l, v, 0)}}) +
-                            estimate_message_tokens(kickoff) + l.tools_tokens;
+  const int64_t kickoff_tokens = estimate_message_tokens(l.kickoff);
+  const int64_t fixed_raw = 3 + l.tools_tokens + kickoff_tokens +
+                            estimate_message_tokens(json{{"role", "system"},
+                                                         {"content", join_system(l, v, 0)}});
   size_t first = 0;  // first unit included
   if (enforce_hard_cap) {
     const int64_t limit = config.hard_tokens();
     int64_t total = calibrated(fixed_raw + 40, l.ratio);  // 40: the omission note
-    size_t i = unit_msgs.size();
+    size_t i = tokens.size();
     while (i > 0) {
-      int64_t next = total + calibrated(unit_tokens[i - 1], l.ratio);
-      if (next > limit && i != unit_msgs.size()) break;  // always keep the newest unit
+      int64_t next = total + calibrated(tokens[i - 1], l.ratio);
+      if (next > limit && i != tokens.size()) break;  // always keep the newest unit
       total = next;
       --i;
     }
@@ -186,15 +202,25 @@ Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& conf
   }
   p.units_omitted = static_cast<int64_t>(first);
 
-  p.messages.push_back(
-      json{{"role", "system"}, {"content", join_system(l, v, p.units_omitted)}});
-  p.messages.push_back(std::move(kickoff));
-  for (size_t i = first; i < unit_msgs.size(); ++i) {
-    for (json& m : unit_msgs[i]) p.messages.push_back(std::move(m));
-  }
-  p.tokens_raw = 3 + l.tools_tokens;
-  for (const json& m : p.messages) p.tokens_raw += estimate_message_tokens(m);
+  json system{{"role", "system"}, {"content", join_system(l, v, p.units_omitted)}};
+  p.tokens_raw = 3 + l.tools_tokens + kickoff_tokens + estimate_message_tokens(system);
+  for (size_t i = first; i < tokens.size(); ++i) p.tokens_raw += tokens[i];
   p.tokens_estimate = calibrated(p.tokens_raw, l.ratio);
+  if (!with_messages) return p;
+  p.messages.push_back(std::move(system));
+  p.messages.push_back(l.kickoff);
+  for (size_t i = first; i < l.units.size(); ++i) {
+    for (const TranscriptMessage& m : l.units[i].messages) {
+      Shown s = shown(m, v.elided_through, config);
+      if (!s.content) {
+        p.messages.push_back(m.message);
+      } else {
+        json msg = m.message;
+        msg["content"] = std::move(*s.content);
+        p.messages.push_back(std::move(msg));
+      }
+    }
+  }
   return p;
 }
 

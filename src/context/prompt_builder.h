@@ -61,9 +61,13 @@ Layout make_layout(const State& state, const std::vector<Event>& events,
 // A unit's messages with elision (seq <= elided_through) and the per-output cap applied.
 json unit_messages(const Unit& unit, int64_t elided_through, const ContextConfig& config);
 
+// Tokens (raw) of a unit as it would be sent.
+int64_t unit_tokens(const Unit& unit, int64_t elided_through, const ContextConfig& config);
+
 // Prompt from a layout and a view. With enforce_hard_cap the oldest units are dropped to fit.
+// Without with_messages only the counts are filled (what compaction planning needs).
 Prompt assemble(const Layout& layout, const ContextView& view, const ContextConfig& config,
-                bool enforce_hard_cap);
+                bool enforce_hard_cap, bool with_messages = true);
 
 std::string system_rules(const State& state);
 std::string task_message(const State& state);

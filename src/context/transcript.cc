@@ -1,5 +1,7 @@
 #include "context/transcript.h"
 
+#include "context/token_estimate.h"
+
 #include <algorithm>
 #include <map>
 
@@ -80,6 +82,7 @@ class UnitBuilder {
     Unit u;
     u.first_seq = u.last_seq = e.seq;
     u.messages.push_back({e.seq, std::move(msg), false, ""});
+    finish(u);
     out_.push_back(std::move(u));
   }
 
@@ -96,6 +99,7 @@ class UnitBuilder {
         unit_.messages.push_back({unit_.last_seq, std::move(msg), false, ""});
       }
     }
+    finish(unit_);
     out_.push_back(std::move(unit_));
     unit_ = Unit{};
     call_order_.clear();
@@ -104,6 +108,18 @@ class UnitBuilder {
   }
 
  private:
+  static void finish(Unit& u) {
+    for (TranscriptMessage& m : u.messages) {
+      m.tokens = estimate_message_tokens(m.message);
+      const json& c = m.message["content"];
+      if (c.is_string()) {
+        const std::string& text = c.get_ref<const std::string&>();
+        m.content_bytes = static_cast<int64_t>(text.size());
+        m.content_tokens = estimate_text_tokens(text);
+      }
+    }
+  }
+
   std::vector<Unit>& out_;
   Unit unit_;
   bool open_ = false;

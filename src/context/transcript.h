@@ -24,6 +24,9 @@ struct TranscriptMessage {
   json message;              // canonical OpenAI form (policy/policy.h)
   bool tool_output = false;  // a tool message (elidable)
   std::string output_sha;    // blob with the uncapped output, if the tool kept one
+  int64_t tokens = 0;        // raw estimate of `message` as it is (token_estimate.h)
+  int64_t content_bytes = 0; // size of the content string
+  int64_t content_tokens = 0;  // raw estimate of the content string alone
 };
 
 struct Unit {

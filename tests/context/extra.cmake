@@ -7,3 +7,4 @@ if(TARGET marathon_context_tests)
   target_compile_definitions(marathon_context_tests PRIVATE
     CONTEXT_CHILD="$<TARGET_FILE:context_compaction_child>")
 endif()
+
