@@ -204,5 +204,16 @@ TEST(RealTasks, CpuMatmulTaskLoads) {
   EXPECT_TRUE(is_editable(s, "kernel.cc"));
 }
 
+TEST(RealTasks, EveryTaskInTheRepoLoads) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(MARATHON_SOURCE_DIR) / "tasks")) {
+    if (!fs::exists(e.path() / "task.toml")) continue;
+    SCOPED_TRACE(e.path().string());
+    EXPECT_NO_THROW(load_task(e.path()));
+    ++n;
+  }
+  EXPECT_GE(n, 1);
+}
+
 }  // namespace
 }  // namespace marathon
