@@ -64,11 +64,11 @@ ToolResult ToolRegistry::call(const std::string& name, const std::string& argume
     r.output = error;
     return r;
   }
-  return call(name, *args, ctx);
+  return call_json(name, *args, ctx);
 }
 
-ToolResult ToolRegistry::call(const std::string& name, const json& arguments,
-                              ToolContext& ctx) const {
+ToolResult ToolRegistry::call_json(const std::string& name, const json& arguments,
+                                   ToolContext& ctx) const {
   ToolResult r;
   r.ok = false;
   Tool* tool = find(name);

@@ -24,7 +24,8 @@ class ToolRegistry {
   // `arguments_text` is the model's JSON text ("" means {}).
   ToolResult call(const std::string& name, const std::string& arguments_text,
                   ToolContext& ctx) const;
-  ToolResult call(const std::string& name, const json& arguments, ToolContext& ctx) const;
+  // The same with arguments already parsed.
+  ToolResult call_json(const std::string& name, const json& arguments, ToolContext& ctx) const;
 
  private:
   std::vector<std::unique_ptr<Tool>> tools_;

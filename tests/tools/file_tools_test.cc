@@ -16,7 +16,9 @@ class FileTools : public ::testing::Test {
   FileTools() {
     for (auto& t : make_workspace_tools()) reg.add(std::move(t));
   }
-  ToolResult call(const std::string& tool, const json& args) { return reg.call(tool, args, w.ctx); }
+  ToolResult call(const std::string& tool, const json& args) {
+    return reg.call_json(tool, args, w.ctx);
+  }
   testing::TempWorkspace w;
   ToolRegistry reg;
 };

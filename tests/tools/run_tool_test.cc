@@ -30,7 +30,7 @@ class RunTool : public ::testing::Test {
     reg.add(make_run_tool(o));
   }
   ToolResult run(const std::string& command, double timeout_s = 60) {
-    return reg.call("run", json{{"command", command}, {"timeout_s", timeout_s}}, w.ctx);
+    return reg.call_json("run", json{{"command", command}, {"timeout_s", timeout_s}}, w.ctx);
   }
   testing::TempWorkspace w;
   ToolRegistry reg;
@@ -88,9 +88,14 @@ TEST_F(RunTool, NetworkIsUnreachableFromTheSandbox) {
 }
 
 TEST_F(RunTool, OnlyTheWorkspaceAndAPrivateTmpAreWritable) {
-  ToolResult r = run("touch " + (w.outside() / "escaped").string());
+  // A host folder outside /tmp (the sandbox's /tmp is a private tmpfs), visible read-only.
+  fs::path host = fs::path("/var/tmp") / ("marathon-sandbox-" + std::to_string(getpid()));
+  fs::create_directories(host);
+  ToolResult r = run("touch " + (host / "escaped").string());
+  bool escaped = fs::exists(host / "escaped");
+  fs::remove_all(host);
   EXPECT_FALSE(r.ok);
-  EXPECT_FALSE(fs::exists(w.outside() / "escaped"));
+  EXPECT_FALSE(escaped);
   EXPECT_NE(r.output.find("Read-only file system"), std::string::npos) << r.output;
   std::string marker = "marathon-private-tmp-" + std::to_string(getpid());
   ToolResult tmp = run("echo x > /tmp/" + marker + " && cat /tmp/" + marker);
@@ -154,7 +159,7 @@ TEST(Sandbox, MissingBwrapIsAClearErrorAndNothingRunsUnsandboxed) {
   o.bwrap = "/nonexistent/bwrap";
   ToolRegistry reg;
   reg.add(make_run_tool(o));
-  ToolResult r = reg.call("run", json{{"command", "touch ran"}}, w.ctx);
+  ToolResult r = reg.call_json("run", json{{"command", "touch ran"}}, w.ctx);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.output.find("cannot create the sandbox"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("unsandboxed"), std::string::npos) << r.output;

@@ -79,7 +79,7 @@ TEST(ToolRegistry, OpenAiToolsArrayDescribesEveryTool) {
     EXPECT_EQ(t["function"]["parameters"]["type"], "object");
   }
   ToolRegistry reg = workspace_registry();
-  EXPECT_THROW(reg.add(make_workspace_tools()[0]), std::invalid_argument);
+  EXPECT_THROW(reg.add(std::move(make_workspace_tools()[0])), std::invalid_argument);
 }
 
 }  // namespace
