@@ -33,12 +33,14 @@ class Summariser : public Policy {
   std::string name() const override { return "bench"; }
   PolicyReply next(const PolicyRequest&) override {
     PolicyReply r;
-    r.message = {{"role", "assistant"}, {"content", "Summary of the earlier turns. " + filler(1500, 3)}};
+    r.message = {{"role", "assistant"},
+                 {"content", "Summary of the earlier turns. " + filler(1500, 3)}};
     return r;
   }
 };
 
-// A scripted run: read_file / write_file / run / evaluate / note, with compaction as the loop does it.
+// A scripted run: read_file / write_file / run / evaluate / note, with compaction as the loop does
+// it.
 struct Run {
   std::vector<Event> events;
   State state;
@@ -56,9 +58,10 @@ struct Run {
     cfg = ContextConfig::from_run_config(state.config);
     for (const char* n : {"read_file", "write_file", "edit_file", "list_files", "grep", "run",
                           "evaluate", "note", "revert", "finish", "recall"}) {
-      tools.push_back({{"type", "function"},
-                       {"function", {{"name", n}, {"description", filler(200, 1)},
-                                     {"parameters", {{"type", "object"}}}}}});
+      tools.push_back(
+          {{"type", "function"},
+           {"function",
+            {{"name", n}, {"description", filler(200, 1)}, {"parameters", {{"type", "object"}}}}}});
     }
   }
   const Event& add(const std::string& type, json payload) {
@@ -85,18 +88,24 @@ struct Run {
   Prompt step(int i, bool compact) {
     if (compact) {
       CompactionPlan p = plan_compaction(state, events, cfg, tools);
-      if (p.needed()) run_compaction(p, State(state), std::vector<Event>(events), cfg, &summariser, io(), tools);
+      if (p.needed())
+        run_compaction(p, State(state), std::vector<Event>(events), cfg, &summariser, io(), tools);
     }
     Prompt prompt = build_prompt(state, events, cfg, tools);
     add(ev::kModelRequest, {{"turn", 1}, {"tokens_estimate", prompt.tokens_raw}});
     std::string id = "c" + std::to_string(i);
-    const char* name = i % 10 == 9 ? "evaluate" : i % 3 == 0 ? "write_file" : i % 3 == 1 ? "read_file" : "run";
+    const char* name = i % 10 == 9  ? "evaluate"
+                       : i % 3 == 0 ? "write_file"
+                       : i % 3 == 1 ? "read_file"
+                                    : "run";
     json args = std::string(name) == "write_file"
                     ? json{{"path", "kernel.cc"}, {"content", filler(1500, i)}}
                     : json{{"path", "kernel.cc"}};
     add(ev::kModelResponse,
-        {{"message", {{"content", "Step " + std::to_string(i) + ": trying the next variant"},
-                      {"tool_calls", json::array({{{"id", id}, {"name", name}, {"arguments", args.dump()}}})}}},
+        {{"message",
+          {{"content", "Step " + std::to_string(i) + ": trying the next variant"},
+           {"tool_calls",
+            json::array({{{"id", id}, {"name", name}, {"arguments", args.dump()}}})}}},
          {"usage", {{"prompt_tokens", prompt.tokens_raw * 11 / 10}, {"completion_tokens", 60}}}});
     add(ev::kToolStarted, {{"call_id", id}, {"name", name}, {"arguments", args}});
     std::string out = std::string(name) == "read_file" ? filler(2500 + i * 37 % 2000, i)
@@ -104,12 +113,14 @@ struct Run {
                                                        : "ok";
     add(ev::kToolFinished, {{"call_id", id}, {"name", name}, {"ok", true}, {"output", out}});
     if (i % 10 == 9) {
-      add(ev::kEvalFinished, {{"candidate", "cand" + std::to_string(i)},
-                              {"status", "ok"},
-                              {"result", {{"correct", i % 20 != 19}, {"score", 1.0 + (i % 97) / 50.0}}},
-                              {"strategy", "variant " + std::to_string(i % 13)}});
+      add(ev::kEvalFinished,
+          {{"candidate", "cand" + std::to_string(i)},
+           {"status", "ok"},
+           {"result", {{"correct", i % 20 != 19}, {"score", 1.0 + (i % 97) / 50.0}}},
+           {"strategy", "variant " + std::to_string(i % 13)}});
     }
-    if (i % 50 == 0) add(ev::kLedgerNoted, {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
+    if (i % 50 == 0)
+      add(ev::kLedgerNoted, {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
     return prompt;
   }
 };
@@ -151,7 +162,8 @@ BENCHMARK(BM_BuildPromptAt1000StepsNoCompaction)->Unit(benchmark::kMillisecond);
 void size_table(int steps) {
   Run r(32000);
   std::printf(
-      "| step | events | prompt tokens (est.) | prompt bytes | messages | elisions | summaries |\n");
+      "| step | events | prompt tokens (est.) | prompt bytes | messages | elisions | summaries "
+      "|\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int i = 0; i < steps; ++i) {
     Prompt p = r.step(i, true);

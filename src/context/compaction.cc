@@ -27,9 +27,7 @@ std::string cut(const std::string& s, size_t n) {
   return s.substr(0, k) + "...";
 }
 
-std::string first_line(const std::string& s, size_t n) {
-  return cut(s.substr(0, s.find('\n')), n);
-}
+std::string first_line(const std::string& s, size_t n) { return cut(s.substr(0, s.find('\n')), n); }
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n");
@@ -127,17 +125,17 @@ PolicyRequest summary_request(const State& state, const std::vector<Event>& even
                               const ContextConfig& config, const std::string& previous_summary,
                               int64_t after_seq, int64_t through_seq, int64_t elided_through) {
   const int64_t words = std::max<int64_t>(60, config.frac(config.max_summary) * 6 / 10);
-  std::string user = "Previous summary:\n" +
-                     (previous_summary.empty() ? std::string("(none)") : previous_summary) +
-                     fmt::format("\n\nTurns to summarise (events {} to {}):\n", after_seq + 1,
-                                 through_seq);
-  const int64_t input_cap = std::max<int64_t>(
-      512, config.frac(0.5) - estimate_text_tokens(user) - 600);
+  std::string user =
+      "Previous summary:\n" +
+      (previous_summary.empty() ? std::string("(none)") : previous_summary) +
+      fmt::format("\n\nTurns to summarise (events {} to {}):\n", after_seq + 1, through_seq);
+  const int64_t input_cap =
+      std::max<int64_t>(512, config.frac(0.5) - estimate_text_tokens(user) - 600);
   user += turns_text(events, after_seq, through_seq, elided_through, input_cap, config);
   PolicyRequest r;
-  r.messages = json::array({json{{"role", "system"}, {"content", fmt::format(kSummariserSystem,
-                                                                            words)}},
-                            json{{"role", "user"}, {"content", std::move(user)}}});
+  r.messages =
+      json::array({json{{"role", "system"}, {"content", fmt::format(kSummariserSystem, words)}},
+                   json{{"role", "user"}, {"content", std::move(user)}}});
   r.tools = json::array();
   r.state = &state;
   return r;
@@ -148,8 +146,8 @@ std::string structural_summary(const State& state, const std::vector<Event>& eve
                                int64_t after_seq, int64_t through_seq, const std::string& why) {
   std::string s = "Summary built by the runtime from the log";
   if (!why.empty()) s += " (the model's summary was not used: " + why + ")";
-  s += fmt::format(".\nCovers events {} to {}. So far: {} tool calls, {} evaluations", after_seq + 1,
-                   through_seq, state.used.tool_calls, state.evaluations);
+  s += fmt::format(".\nCovers events {} to {}. So far: {} tool calls, {} evaluations",
+                   after_seq + 1, through_seq, state.used.tool_calls, state.evaluations);
   if (state.best_score) {
     s += fmt::format(", best score {} (candidate {})", fmt_number(*state.best_score),
                      short_hash(state.best_candidate));
@@ -192,7 +190,8 @@ std::string structural_summary(const State& state, const std::vector<Event>& eve
     int64_t room = limit - estimate_text_tokens(s) - 20;
     if (room > 50) {
       std::string prev = previous_summary;
-      while (estimate_text_tokens(prev) > room && prev.size() > 64) prev = cut(prev, prev.size() / 2);
+      while (estimate_text_tokens(prev) > room && prev.size() > 64)
+        prev = cut(prev, prev.size() / 2);
       s += "\nEarlier summary:\n" + prev;
     }
   }
@@ -307,9 +306,8 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
   const CompactionLog c = read_compaction_log(events);
   const Layout after_layout = make_layout(state, events, config, tools, plan.summarize_through);
   auto tokens_with = [&](const std::string& summary) {
-    return natural_tokens(after_layout, ContextView{summary, plan.summarize_through,
-                                                    plan.elide_through},
-                          config);
+    return natural_tokens(after_layout,
+                          ContextView{summary, plan.summarize_through, plan.elide_through}, config);
   };
   json base{{"trigger", plan.trigger},
             {"reason", plan.reason},
@@ -374,7 +372,8 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
     // The reason line is the only difference; splice it into the precomputed text.
     std::string s = fallback_plain;
     const std::string head = "Summary built by the runtime from the log";
-    if (s.rfind(head, 0) == 0) s.insert(head.size(), " (the model's summary was not used: " + why + ")");
+    if (s.rfind(head, 0) == 0)
+      s.insert(head.size(), " (the model's summary was not used: " + why + ")");
     return s;
   };
 
@@ -388,9 +387,9 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
       p["outcome"] = "compacted";
       p["source"] = "elision";
       p["summarized_through"] = c.summarized_through;
-      p["tokens_after"] = natural_tokens(
-          make_layout(state, events, config, tools, c.summarized_through),
-          ContextView{c.summary, c.summarized_through, plan.elide_through}, config);
+      p["tokens_after"] =
+          natural_tokens(make_layout(state, events, config, tools, c.summarized_through),
+                         ContextView{c.summary, c.summarized_through, plan.elide_through}, config);
       append(make_event(kCompactionElided, p));
     }
     PolicyReply reply;

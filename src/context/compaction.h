@@ -48,19 +48,19 @@ enum class Force {
 
 struct CompactionPlan {
   enum class Action {
-    kNone,             // nothing to do
-    kElide,            // stage 1 only
-    kSummarise,        // stage 1 (if it frees anything) then stage 2
-    kFinishResponse,   // a logged summariser answer was never proposed: propose + install it
-    kFinishProposal,   // a logged proposal was never installed: validate + install it
-    kNoop,             // asked or over the threshold, but nothing can be freed: record it once
+    kNone,            // nothing to do
+    kElide,           // stage 1 only
+    kSummarise,       // stage 1 (if it frees anything) then stage 2
+    kFinishResponse,  // a logged summariser answer was never proposed: propose + install it
+    kFinishProposal,  // a logged proposal was never installed: validate + install it
+    kNoop,            // asked or over the threshold, but nothing can be freed: record it once
   };
   Action action = Action::kNone;
-  std::string trigger = "auto";  // auto | manual
-  std::string reason;            // soft_threshold | manual_request | context_length_error | resume
-  int64_t tokens_before = 0;     // calibrated estimate of the prompt as it stands
-  int64_t elide_through = 0;     // new elision point (> current when stage 1 frees something)
-  int64_t summarize_through = 0; // new summary point (stage 2)
+  std::string trigger = "auto";   // auto | manual
+  std::string reason;             // soft_threshold | manual_request | context_length_error | resume
+  int64_t tokens_before = 0;      // calibrated estimate of the prompt as it stands
+  int64_t elide_through = 0;      // new elision point (> current when stage 1 frees something)
+  int64_t summarize_through = 0;  // new summary point (stage 2)
   bool needed() const { return action != Action::kNone; }
 };
 
@@ -72,8 +72,8 @@ struct ContextIO {
 
 struct CompactionResult {
   std::vector<Event> appended;
-  std::string outcome;     // compacted | noop | failed | "" (nothing done)
-  std::string source;      // elision | model | structural | none
+  std::string outcome;  // compacted | noop | failed | "" (nothing done)
+  std::string source;   // elision | model | structural | none
   int64_t tokens_before = 0;
   int64_t tokens_after = 0;
 };

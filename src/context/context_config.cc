@@ -11,8 +11,8 @@ double read_fraction(const json& obj, const char* key, double fallback) {
   if (!obj.contains(key)) return fallback;
   const json& v = obj.at(key);
   if (!v.is_number()) {
-    throw std::invalid_argument(fmt::format("config context.{}: expected a number, got {}", key,
-                                            v.dump()));
+    throw std::invalid_argument(
+        fmt::format("config context.{}: expected a number, got {}", key, v.dump()));
   }
   double d = v.get<double>();
   if (!(d > 0.0 && d <= 1.0)) {
@@ -56,9 +56,9 @@ ContextConfig ContextConfig::from_run_config(const json& config) {
   c.ledger_recent = static_cast<int>(read_count(ctx, "ledger_recent", c.ledger_recent, 0));
   c.elide_min_bytes = read_count(ctx, "elide_min_bytes", c.elide_min_bytes, 0);
   if (c.soft_threshold > c.hard_threshold) {
-    throw std::invalid_argument(fmt::format(
-        "config context: soft_threshold {} is above hard_threshold {}", c.soft_threshold,
-        c.hard_threshold));
+    throw std::invalid_argument(
+        fmt::format("config context: soft_threshold {} is above hard_threshold {}",
+                    c.soft_threshold, c.hard_threshold));
   }
   return c;
 }

@@ -9,17 +9,18 @@
 namespace marathon::context {
 
 struct ContextConfig {
-  int64_t context_window = 128000;  // tokens; config.context_window / `--context-window N`
-  double soft_threshold = 0.70;     // compaction starts above soft * window
-  double hard_threshold = 0.90;     // a prompt is never sent above hard * window
+  int64_t context_window = 128000;    // tokens; config.context_window / `--context-window N`
+  double soft_threshold = 0.70;       // compaction starts above soft * window
+  double hard_threshold = 0.90;       // a prompt is never sent above hard * window
   double keep_recent_outputs = 0.25;  // stage 1 keeps this fraction of the window of newest outputs
   double keep_recent_turns = 0.30;    // stage 2 keeps this fraction of the window of newest turns
   double max_summary = 0.12;          // an installed summary is at most this fraction of the window
   double max_ledger = 0.12;           // the ledger view is at most this fraction of the window
   int ledger_best = 5;                // best N attempts shown
   int ledger_recent = 8;              // last M attempts shown
-  int64_t elide_min_bytes = 240;      // shorter tool outputs are kept verbatim (a pointer saves nothing)
-  double noop_regrow = 0.05;          // after a no-op, wait until the prompt grew by this fraction
+  int64_t elide_min_bytes =
+      240;                    // shorter tool outputs are kept verbatim (a pointer saves nothing)
+  double noop_regrow = 0.05;  // after a no-op, wait until the prompt grew by this fraction
 
   int64_t soft_tokens() const { return static_cast<int64_t>(soft_threshold * context_window); }
   int64_t hard_tokens() const { return static_cast<int64_t>(hard_threshold * context_window); }

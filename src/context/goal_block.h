@@ -9,7 +9,8 @@
 
 namespace marathon::context {
 
-inline constexpr const char* kGoalBlockHeading = "## Goal (pinned: rebuilt from the run state every turn)";
+inline constexpr const char* kGoalBlockHeading =
+    "## Goal (pinned: rebuilt from the run state every turn)";
 
 std::string render_goal_block(const State& state);
 

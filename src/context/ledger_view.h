@@ -13,12 +13,13 @@
 
 namespace marathon::context {
 
-inline constexpr const char* kLedgerHeading = "## Ledger (written by the runtime from evaluations and notes)";
+inline constexpr const char* kLedgerHeading =
+    "## Ledger (written by the runtime from evaluations and notes)";
 
 struct LedgerViewOptions {
   int best_n = 5;
   int recent_m = 8;
-  int64_t max_tokens = 4000;   // hard cap on the whole view (estimated tokens)
+  int64_t max_tokens = 4000;    // hard cap on the whole view (estimated tokens)
   size_t max_line_chars = 240;  // each entry is cut to this many characters
   std::string direction = "max";
 };

@@ -63,8 +63,8 @@ std::string cap_output(const std::string& content, int64_t seq, int64_t max_toke
     keep = static_cast<size_t>(static_cast<double>(keep) * 0.95 * static_cast<double>(max_tokens) /
                                static_cast<double>(est));
   }
-  return cut + fmt::format("\n[output cut to fit the context window; full output: recall(seq={})]",
-                           seq);
+  return cut +
+         fmt::format("\n[output cut to fit the context window; full output: recall(seq={})]", seq);
 }
 
 }  // namespace
@@ -75,9 +75,8 @@ std::string elision_pointer(int64_t seq) {
 
 std::string system_rules(const State& state) {
   std::string s = kRules;
-  const json& rules = state.task.is_object() && state.task.contains("rules")
-                          ? state.task.at("rules")
-                          : json();
+  const json& rules =
+      state.task.is_object() && state.task.contains("rules") ? state.task.at("rules") : json();
   if (rules.is_string() && !rules.get<std::string>().empty()) {
     s += "\nTask rules: " + rules.get<std::string>();
   } else if (rules.is_array()) {
@@ -130,7 +129,8 @@ Layout make_layout(const State& state, const std::vector<Event>& events,
 
 namespace {
 
-// The content a message is sent with (elided or cut), or nullopt when it goes as logged; its tokens.
+// The content a message is sent with (elided or cut), or nullopt when it goes as logged; its
+// tokens.
 struct Shown {
   std::optional<std::string> content;
   int64_t tokens = 0;
@@ -145,7 +145,8 @@ Shown shown(const TranscriptMessage& m, int64_t elided_through, const ContextCon
   } else {
     const int64_t output_cap = std::max<int64_t>(200, config.frac(0.15));
     if (m.content_tokens <= output_cap) return s;
-    s.content = cap_output(m.message.at("content").get_ref<const std::string&>(), m.seq, output_cap);
+    s.content =
+        cap_output(m.message.at("content").get_ref<const std::string&>(), m.seq, output_cap);
   }
   s.tokens = m.tokens - m.content_tokens + estimate_text_tokens(*s.content);
   return s;
@@ -184,9 +185,9 @@ Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& conf
 
   // Fixed part: system (with room for the omission note) + task message + tools.
   const int64_t kickoff_tokens = estimate_message_tokens(l.kickoff);
-  const int64_t fixed_raw = 3 + l.tools_tokens + kickoff_tokens +
-                            estimate_message_tokens(json{{"role", "system"},
-                                                         {"content", join_system(l, v, 0)}});
+  const int64_t fixed_raw =
+      3 + l.tools_tokens + kickoff_tokens +
+      estimate_message_tokens(json{{"role", "system"}, {"content", join_system(l, v, 0)}});
   size_t first = 0;  // first unit included
   if (enforce_hard_cap) {
     const int64_t limit = config.hard_tokens();
@@ -224,8 +225,8 @@ Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& conf
   return p;
 }
 
-Prompt build_prompt(const State& state, const std::vector<Event>& events, const ContextConfig& config,
-                    const json& tools) {
+Prompt build_prompt(const State& state, const std::vector<Event>& events,
+                    const ContextConfig& config, const json& tools) {
   CompactionLog c = read_compaction_log(events);
   ContextView v{c.summary, c.summarized_through, c.elided_through};
   Layout l = make_layout(state, events, config, tools, c.summarized_through);

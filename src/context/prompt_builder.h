@@ -1,14 +1,15 @@
 // PromptBuilder: the request the loop sends, as a pure function of (State, events, config).
-// The same state and log give the same bytes (no clock, no randomness, no map-order surprises), so a
-// resumed run sends exactly the prompt the uninterrupted one would have.
+// The same state and log give the same bytes (no clock, no randomness, no map-order surprises), so
+// a resumed run sends exactly the prompt the uninterrupted one would have.
 //
 // Layout of `messages`:
 //   [0] system: the rules, the goal block (pinned), the ledger view, the installed summary (if any)
 //   [1] user:   the task (its description and files); constant for the run
 //   [2..] the recent turns after the summary (transcript.h), whole units only; tool outputs at or
 //         before the elision point become `[output elided: recall(seq=N)]`
-// If the result would still exceed the hard threshold, the oldest units are left out (counted in the
-// system message) and oversized outputs are cut, so no request is ever sent above hard * window.
+// If the result would still exceed the hard threshold, the oldest units are left out (counted in
+// the system message) and oversized outputs are cut, so no request is ever sent above hard *
+// window.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +34,8 @@ struct Prompt {
 };
 
 // The prompt for the next model request, with the log's compaction state.
-Prompt build_prompt(const State& state, const std::vector<Event>& events, const ContextConfig& config,
-                    const json& tools = json::array());
+Prompt build_prompt(const State& state, const std::vector<Event>& events,
+                    const ContextConfig& config, const json& tools = json::array());
 
 // --- lower level, shared with compaction planning ---------------------------------------------
 
@@ -46,10 +47,10 @@ struct ContextView {
 };
 
 struct Layout {
-  std::string rules;    // system rules
-  std::string goal;     // goal block
-  std::string ledger;   // ledger view
-  json kickoff;         // the task message
+  std::string rules;        // system rules
+  std::string goal;         // goal block
+  std::string ledger;       // ledger view
+  json kickoff;             // the task message
   std::vector<Unit> units;  // raw units after the summary point
   double ratio = 1.0;
   int64_t tools_tokens = 0;

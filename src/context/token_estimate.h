@@ -2,9 +2,9 @@
 //
 // The raw estimate counts character classes the way BPE vocabularies split text: a word costs about
 // one token per 4 letters, a run of digits one per 3, punctuation about one per character, a run of
-// spaces one, a non-ASCII code point one. It is deliberately a little pessimistic for code and JSON.
-// The calibration ratio is fitted from the log: each model.request records the raw estimate of the
-// prompt it sent (`tokens_estimate`), the model.response that follows records the provider's
+// spaces one, a non-ASCII code point one. It is deliberately a little pessimistic for code and
+// JSON. The calibration ratio is fitted from the log: each model.request records the raw estimate
+// of the prompt it sent (`tokens_estimate`), the model.response that follows records the provider's
 // `usage.prompt_tokens`; the ratio is sum(reported) / sum(estimated) over the most recent pairs.
 #pragma once
 

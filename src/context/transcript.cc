@@ -1,9 +1,9 @@
 #include "context/transcript.h"
 
-#include "context/token_estimate.h"
-
 #include <algorithm>
 #include <map>
+
+#include "context/token_estimate.h"
 
 namespace marathon::context {
 namespace {
@@ -35,8 +35,8 @@ bool is_conversation_response(const Event& e) {
   if (p.contains("error") && !p.at("error").is_null()) return false;
   if (!p.contains("message") || !p.at("message").is_object()) return false;
   const json& m = p.at("message");
-  bool has_calls = m.contains("tool_calls") && m.at("tool_calls").is_array() &&
-                   !m.at("tool_calls").empty();
+  bool has_calls =
+      m.contains("tool_calls") && m.at("tool_calls").is_array() && !m.at("tool_calls").empty();
   return has_calls || !str_or_empty(m, "content").empty();
 }
 
@@ -71,8 +71,8 @@ class UnitBuilder {
       content = "[interrupted: the run stopped while this call was in flight]";
     }
     json msg{{"role", "tool"}, {"tool_call_id", id}, {"content", std::move(content)}};
-    results_[id] = TranscriptMessage{e.seq, std::move(msg), true,
-                                     str_or_empty(e.payload, "output_sha")};
+    results_[id] =
+        TranscriptMessage{e.seq, std::move(msg), true, str_or_empty(e.payload, "output_sha")};
     unit_.last_seq = std::max(unit_.last_seq, e.seq);
   }
 

@@ -4,8 +4,8 @@
 //   user.message {content, reason}             -> user message (goal turns, budget notes, operator)
 // Messages are grouped into units that must stay together for the OpenAI and Anthropic APIs: an
 // assistant message with tool calls and the results of those calls, in the order of the calls. A
-// call without a logged result (interrupted) gets a one-line placeholder result; a result whose call
-// is not in the open unit is dropped. Pure: no I/O.
+// call without a logged result (interrupted) gets a one-line placeholder result; a result whose
+// call is not in the open unit is dropped. Pure: no I/O.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +20,12 @@ namespace marathon::context {
 inline constexpr const char* kUserMessage = "user.message";
 
 struct TranscriptMessage {
-  int64_t seq = 0;           // the event the message comes from
-  json message;              // canonical OpenAI form (policy/policy.h)
-  bool tool_output = false;  // a tool message (elidable)
-  std::string output_sha;    // blob with the uncapped output, if the tool kept one
-  int64_t tokens = 0;        // raw estimate of `message` as it is (token_estimate.h)
-  int64_t content_bytes = 0; // size of the content string
+  int64_t seq = 0;             // the event the message comes from
+  json message;                // canonical OpenAI form (policy/policy.h)
+  bool tool_output = false;    // a tool message (elidable)
+  std::string output_sha;      // blob with the uncapped output, if the tool kept one
+  int64_t tokens = 0;          // raw estimate of `message` as it is (token_estimate.h)
+  int64_t content_bytes = 0;   // size of the content string
   int64_t content_tokens = 0;  // raw estimate of the content string alone
 };
 

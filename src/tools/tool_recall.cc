@@ -60,8 +60,8 @@ class RecallTool : public Tool {
       try {
         full = ctx.get_blob(sha);
       } catch (const std::exception& ex) {
-        full += fmt::format("\n[recall: the uncapped output (blob {}) is missing: {}]", sha,
-                            ex.what());
+        full +=
+            fmt::format("\n[recall: the uncapped output (blob {}) is missing: {}]", sha, ex.what());
       }
     }
     r.output = recall_page(seq, e.payload.value("name", "?"), full, offset);

@@ -1,7 +1,7 @@
 // The long run through the real binary: `marathon run` on the tiny task against the scripted
-// OpenAI-compatible server with a 32k window and 1,200 tool calls. The server records every request:
-// each stays under the window, the request near step 1,150 still carries the goal block and the dead
-// ends noted at step 50, and the log holds compaction events.
+// OpenAI-compatible server with a 32k window and 1,200 tool calls. The server records every
+// request: each stays under the window, the request near step 1,150 still carries the goal block
+// and the dead ends noted at step 50, and the log holds compaction events.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -29,13 +29,16 @@ bool is_summary_request(const json& req) {
   return !m.empty() && m[0].value("content", "").rfind("You compact", 0) == 0;
 }
 
-json call(const std::string& name, json args) { return {{"name", name}, {"arguments", std::move(args)}}; }
+json call(const std::string& name, json args) {
+  return {{"name", name}, {"arguments", std::move(args)}};
+}
 
 TEST(BinaryLongRun, TwelveHundredToolCallsIn32kWindowKeepGoalAndDeadEnds) {
   TempDir tmp("ctx-long");
   std::atomic<int> step{0};
   std::string padding;
-  for (int i = 0; i < 60; ++i) padding += "# padding line " + std::to_string(i) + " of the solution\n";
+  for (int i = 0; i < 60; ++i)
+    padding += "# padding line " + std::to_string(i) + " of the solution\n";
   ScriptedLlmServer server([&](size_t, const json& req) -> ScriptedResponse {
     const int64_t tokens = estimate_request_tokens(req.value("messages", json::array()),
                                                    req.value("tools", json::array()));
@@ -48,12 +51,14 @@ TEST(BinaryLongRun, TwelveHundredToolCallsIn32kWindowKeepGoalAndDeadEnds) {
     json calls;
     if (s == 50) {
       calls = json::array();
-      for (const std::string& d : kDeadEnds) calls.push_back(call("note", {{"kind", "dead_end"}, {"text", d}}));
+      for (const std::string& d : kDeadEnds)
+        calls.push_back(call("note", {{"kind", "dead_end"}, {"text", d}}));
     } else if (s % 20 == 19) {
       calls = json::array({call("evaluate", {{"strategy", "value " + std::to_string(s)}})});
     } else if (s % 2 == 0) {
-      calls = json::array({call("write_file", {{"path", "solution.txt"},
-                                               {"content", "value = " + std::to_string(s) + "\n" + padding}})});
+      calls = json::array(
+          {call("write_file", {{"path", "solution.txt"},
+                               {"content", "value = " + std::to_string(s) + "\n" + padding}})});
     } else {
       calls = json::array({call("read_file", {{"path", "solution.txt"}})});
     }

@@ -92,18 +92,21 @@ int main(int argc, char** argv) {
       int64_t estimate = last->payload.value("tokens_estimate", int64_t{0});
       json call = {{"id", id}, {"name", name}, {"arguments", R"({"path":"kernel.cc"})"}};
       append(ne(ev::kModelResponse,
-              {{"message", {{"content", "reading again, step " + std::to_string(n)},
-                            {"tool_calls", json::array({call})}}},
-               {"usage", {{"prompt_tokens", estimate * 11 / 10}, {"completion_tokens", 30}}}}));
+                {{"message",
+                  {{"content", "reading again, step " + std::to_string(n)},
+                   {"tool_calls", json::array({call})}}},
+                 {"usage", {{"prompt_tokens", estimate * 11 / 10}, {"completion_tokens", 30}}}}));
     } else if (last && last->type == ev::kModelResponse) {
-      append(ne(ev::kToolStarted, {{"call_id", id}, {"name", name}, {"arguments", json::object()}}));
+      append(
+          ne(ev::kToolStarted, {{"call_id", id}, {"name", name}, {"arguments", json::object()}}));
     } else if (last && last->type == ev::kToolStarted) {
-      std::string out = name == "note" ? "noted" : filler(1200 + (n * 37) % 1500, static_cast<int>(n));
+      std::string out =
+          name == "note" ? "noted" : filler(1200 + (n * 37) % 1500, static_cast<int>(n));
       std::vector<NewEvent> batch = {
           ne(ev::kToolFinished, {{"call_id", id}, {"name", name}, {"ok", true}, {"output", out}})};
       if (name == "note") {
         batch.push_back(ne(ev::kLedgerNoted,
-                         {{"kind", "dead_end"}, {"text", "DEAD-END-" + std::to_string(n)}}));
+                           {{"kind", "dead_end"}, {"text", "DEAD-END-" + std::to_string(n)}}));
       }
       for (const Event& e : store->append_batch(batch)) {
         apply(state, e);

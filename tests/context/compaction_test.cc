@@ -21,7 +21,8 @@ bool contains(const std::string& s, const std::string& part) {
 // A summariser that answers from a script: text, or an error, or throws.
 class ScriptedSummariser : public Policy {
  public:
-  std::string text = "Tried tiling 32/64/128 (64 best, score 1.9); unroll 16 spilled. Next: vectorise.";
+  std::string text =
+      "Tried tiling 32/64/128 (64 best, score 1.9); unroll 16 spilled. Next: vectorise.";
   bool fail = false;
   bool throws = false;
   int calls = 0;
@@ -137,8 +138,8 @@ TEST(Compaction, SummaryWhenElisionCannotFreeEnough) {
   EXPECT_EQ(b.state.used.model_calls, 60 + 1);
   const Event& inst = b.events.back();
   EXPECT_EQ(inst.type, ev::kCompactionInstalled);
-  for (const char* k : {"trigger", "outcome", "summarized_through", "tokens_before",
-                        "tokens_after", "source"}) {
+  for (const char* k :
+       {"trigger", "outcome", "summarized_through", "tokens_before", "tokens_after", "source"}) {
     EXPECT_TRUE(inst.payload.contains(k)) << k;
   }
   Prompt prompt = build_prompt(b.state, b.events, c);
@@ -157,8 +158,8 @@ TEST(Compaction, FailedSummariserFallsBackToAStructuralSummary) {
     if (mode == 2) s.text = filler(40000);  // far above max_summary
     if (mode == 3) s.throws = true;
     Blobs blobs;
-    CompactionResult r = run_compaction(plan_compaction(b.state, b.events, c), b.state, b.events,
-                                        c, &s, io_for(b, blobs));
+    CompactionResult r = run_compaction(plan_compaction(b.state, b.events, c), b.state, b.events, c,
+                                        &s, io_for(b, blobs));
     EXPECT_EQ(r.outcome, "compacted") << mode;
     EXPECT_EQ(r.source, "structural") << mode;
     ASSERT_TRUE(b.state.summary.has_value());
@@ -279,8 +280,8 @@ TEST(Compaction, ResumeFinishesAnInterruptedCompactionWithoutAskingTheModelAgain
 
 TEST(Compaction, SummaryRequestCarriesPreviousSummaryAndTheTurns) {
   LogBuilder b = long_log(5, 32000);
-  PolicyRequest r = summary_request(b.state, b.events, window(32000), "EARLIER", 0,
-                                    b.events.back().seq, 0);
+  PolicyRequest r =
+      summary_request(b.state, b.events, window(32000), "EARLIER", 0, b.events.back().seq, 0);
   std::string all = r.messages.dump();
   EXPECT_TRUE(contains(all, "EARLIER"));
   EXPECT_TRUE(contains(all, "Trying variant 4"));

@@ -35,12 +35,11 @@ NewEvent ne(const std::string& type, json payload) {
 fs::path make_run(const TempDir& tmp) {
   RunDir dir = create_run_dir(tmp / "run");
   auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kCreate);
-  store->append(ne(ev::kRunCreated,
-                 {{"run_id", "run-kill"},
-                  {"task", {{"name", "t"}, {"description", "read things"}}},
-                  {"goal", {{"objective", "keep reading"}, {"metric", "value"}}},
-                  {"budget", {{"max_tool_calls", kToolCalls}}},
-                  {"config", {{"policy", "llm"}, {"context_window", 6000}}}}));
+  store->append(ne(ev::kRunCreated, {{"run_id", "run-kill"},
+                                     {"task", {{"name", "t"}, {"description", "read things"}}},
+                                     {"goal", {{"objective", "keep reading"}, {"metric", "value"}}},
+                                     {"budget", {{"max_tool_calls", kToolCalls}}},
+                                     {"config", {{"policy", "llm"}, {"context_window", 6000}}}}));
   return dir.root;
 }
 
@@ -171,10 +170,10 @@ TEST(KillDuringCompaction, LogHoldsTheWholeSummaryOrNoneAndTheRunGoesOn) {
     ++checked;
   }
   EXPECT_GT(checked, 100u);
-  std::printf("%d kills (%d aimed at a compaction), %zu prompts checked, %zu rebuilt after a "
-              "resume, %lld events\n",
-              kills, kills_in_compaction, checked, repeated,
-              static_cast<long long>(events.size()));
+  std::printf(
+      "%d kills (%d aimed at a compaction), %zu prompts checked, %zu rebuilt after a "
+      "resume, %lld events\n",
+      kills, kills_in_compaction, checked, repeated, static_cast<long long>(events.size()));
 }
 
 }  // namespace

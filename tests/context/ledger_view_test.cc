@@ -46,7 +46,8 @@ TEST(LedgerView, EveryDeadEndIsShownEvenAmongManyAttempts) {
 }
 
 TEST(LedgerView, BestAttemptsComeFirstByDirection) {
-  std::vector<LedgerEntry> l = {attempt(1, "aaa", 3.0, true, "x"), attempt(2, "bbb", 1.0, true, "y"),
+  std::vector<LedgerEntry> l = {attempt(1, "aaa", 3.0, true, "x"),
+                                attempt(2, "bbb", 1.0, true, "y"),
                                 attempt(3, "ccc", 2.0, true, "z")};
   LedgerViewOptions o;
   o.best_n = 1;
@@ -70,10 +71,9 @@ TEST(LedgerView, IncorrectAttemptsNeverCountAsBest) {
 }
 
 TEST(LedgerView, DuplicatesAreMergedAndCounted) {
-  std::vector<LedgerEntry> l = {note(1, "dead_end", "Unroll by 16"),
-                                note(2, "dead_end", "unroll   by 16"),
-                                attempt(3, "same", 1.0, true, "first"),
-                                attempt(4, "same", 1.0, true, "again")};
+  std::vector<LedgerEntry> l = {
+      note(1, "dead_end", "Unroll by 16"), note(2, "dead_end", "unroll   by 16"),
+      attempt(3, "same", 1.0, true, "first"), attempt(4, "same", 1.0, true, "again")};
   std::string v = render_ledger_view(l, LedgerViewOptions{});
   EXPECT_EQ(v.find("nroll"), v.rfind("nroll"));
   EXPECT_TRUE(contains(v, "2 duplicates merged"));
@@ -83,7 +83,8 @@ TEST(LedgerView, DuplicatesAreMergedAndCounted) {
 TEST(LedgerView, HardCapHoldsAndFoldedEntriesAreCounted) {
   std::vector<LedgerEntry> l;
   for (int i = 0; i < 300; ++i) {
-    l.push_back(note(i, "finding", "finding number " + std::to_string(i) + " " + std::string(150, 'q')));
+    l.push_back(
+        note(i, "finding", "finding number " + std::to_string(i) + " " + std::string(150, 'q')));
   }
   LedgerViewOptions o;
   o.max_tokens = 600;
@@ -95,7 +96,8 @@ TEST(LedgerView, HardCapHoldsAndFoldedEntriesAreCounted) {
 }
 
 TEST(LedgerView, LongEntriesAreCutToOneLine) {
-  std::vector<LedgerEntry> l = {note(1, "strategy", "line one\nline two " + std::string(1000, 'z'))};
+  std::vector<LedgerEntry> l = {
+      note(1, "strategy", "line one\nline two " + std::string(1000, 'z'))};
   std::string v = render_ledger_view(l, LedgerViewOptions{});
   EXPECT_TRUE(contains(v, "line one line two"));
   EXPECT_LT(v.size(), 600u);

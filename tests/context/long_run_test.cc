@@ -41,13 +41,14 @@ json tool_schemas() {
   json tools = json::array();
   for (const char* name : {"read_file", "write_file", "edit_file", "list_files", "grep", "run",
                            "evaluate", "note", "revert", "finish", "recall"}) {
-    tools.push_back({{"type", "function"},
-                     {"function",
-                      {{"name", name},
-                       {"description", std::string("Tool ") + name + ": " + filler(300)},
-                       {"parameters",
-                        {{"type", "object"},
-                         {"properties", {{"path", {{"type", "string"}}}, {"text", {{"type", "string"}}}}}}}}}});
+    tools.push_back(
+        {{"type", "function"},
+         {"function",
+          {{"name", name},
+           {"description", std::string("Tool ") + name + ": " + filler(300)},
+           {"parameters",
+            {{"type", "object"},
+             {"properties", {{"path", {{"type", "string"}}}, {"text", {{"type", "string"}}}}}}}}}});
   }
   return tools;
 }
@@ -117,8 +118,8 @@ TEST(LongRun, TwelveHundredToolCallsStayInsideA32kWindowAndRememberStepFifty) {
     }
     b.add(ev::kModelResponse,
           {{"message",
-            {{"content", "Step " + std::to_string(step) + ": next I try variant " +
-                             std::to_string(step % 17)},
+            {{"content",
+              "Step " + std::to_string(step) + ": next I try variant " + std::to_string(step % 17)},
              {"tool_calls",
               json::array({{{"id", id}, {"name", name}, {"arguments", args.dump()}}})}}},
            {"usage",
@@ -128,11 +129,10 @@ TEST(LongRun, TwelveHundredToolCallsStayInsideA32kWindowAndRememberStepFifty) {
     b.add(ev::kToolFinished, {{"call_id", id}, {"name", name}, {"ok", true}, {"output", output}});
     if (name == "note") b.add(ev::kLedgerNoted, {{"kind", "dead_end"}, {"text", args["text"]}});
     if (name == "evaluate") {
-      b.add(ev::kEvalFinished,
-            {{"candidate", "cand" + std::to_string(step)},
-             {"status", "ok"},
-             {"result", {{"correct", true}, {"score", 1.0 + step / 1000.0}}},
-             {"strategy", "variant " + std::to_string(step % 17)}});
+      b.add(ev::kEvalFinished, {{"candidate", "cand" + std::to_string(step)},
+                                {"status", "ok"},
+                                {"result", {{"correct", true}, {"score", 1.0 + step / 1000.0}}},
+                                {"strategy", "variant " + std::to_string(step % 17)}});
     }
   }
   EXPECT_EQ(b.state.used.tool_calls, 1200);
@@ -149,10 +149,11 @@ TEST(LongRun, TwelveHundredToolCallsStayInsideA32kWindowAndRememberStepFifty) {
   EXPECT_GT(structural, 0);
   EXPECT_LT(elided + installed, 400) << "compaction ran far too often";
   EXPECT_NEAR(fit_token_ratio(b.events), 1.15, 0.02);
-  std::printf("1200 tool calls: %d elisions, %d summaries (%d structural), %d summariser calls, "
-              "max prompt %lld tokens (estimate) / %lld bytes\n",
-              elided, installed, structural, summariser.calls, static_cast<long long>(max_tokens),
-              static_cast<long long>(max_bytes));
+  std::printf(
+      "1200 tool calls: %d elisions, %d summaries (%d structural), %d summariser calls, "
+      "max prompt %lld tokens (estimate) / %lld bytes\n",
+      elided, installed, structural, summariser.calls, static_cast<long long>(max_tokens),
+      static_cast<long long>(max_bytes));
 }
 
 }  // namespace

@@ -40,7 +40,8 @@ TEST(TokenEstimate, ToolCallArgumentsAreCounted) {
   with_call["tool_calls"] = json::array(
       {{{"id", "c1"},
         {"type", "function"},
-        {"function", {{"name", "write_file"}, {"arguments", R"({"path":"k.cc","content":"int x;"})"}}}}});
+        {"function",
+         {{"name", "write_file"}, {"arguments", R"({"path":"k.cc","content":"int x;"})"}}}}});
   EXPECT_GT(estimate_message_tokens(with_call), estimate_message_tokens(bare) + 10);
 }
 

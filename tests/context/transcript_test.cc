@@ -14,8 +14,9 @@ TEST(Transcript, AssistantCallsAndResultsFormOneUnitInCallOrder) {
   b.add(ev::kModelResponse,
         {{"message",
           {{"content", "two reads"},
-           {"tool_calls", json::array({{{"id", "a"}, {"name", "read_file"}, {"arguments", "{}"}},
-                                       {{"id", "b"}, {"name", "read_file"}, {"arguments", "{}"}}})}}}});
+           {"tool_calls",
+            json::array({{{"id", "a"}, {"name", "read_file"}, {"arguments", "{}"}},
+                         {{"id", "b"}, {"name", "read_file"}, {"arguments", "{}"}}})}}}});
   b.finish("b", "read_file", "B");  // results may finish in any order
   b.finish("a", "read_file", "A");
   auto units = build_units(b.events);
