@@ -7,7 +7,14 @@
 #include <openssl/rand.h>
 #include <sqlite3.h>
 
+#include <cctype>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include "core/sqlite_stmt.h"
 
@@ -28,7 +35,10 @@ int64_t now_us() {
 
 // First 8 bytes of sha256 over the length-prefixed envelope fields and the payload text.
 int64_t event_checksum(const Event& e, std::string_view payload_text) {
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  // One context per thread, reused: creating one per event costs more than hashing a small row.
+  static thread_local std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> holder(
+      EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  EVP_MD_CTX* ctx = holder.get();
   EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
   auto add = [&](std::string_view s) {
     uint64_t n = s.size();
@@ -48,7 +58,6 @@ int64_t event_checksum(const Event& e, std::string_view payload_text) {
   unsigned char d[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx, d, &len);
-  EVP_MD_CTX_free(ctx);
   int64_t v = 0;
   for (int i = 0; i < 8; ++i) v = (v << 8) | d[i];
   return v;
@@ -71,34 +80,131 @@ std::string new_event_id() {
   return id;
 }
 
-// Reads the current row of a kSelectEvent statement, verifying its checksum.
-Event row_to_event(const Stmt& s, const std::string& path) {
-  Event e;
-  e.seq = s.int64(0);
-  e.id = s.text(1);
-  e.stream = s.text(2);
-  e.recorded_at_us = s.int64(3);
-  e.type = s.text(4);
-  e.type_version = static_cast<int>(s.int64(5));
-  std::string_view payload = s.text(8);
+// A row as read from SQLite, before its checksum is verified and its payload parsed.
+struct RawRow {
+  Event e;  // envelope fields; payload not yet set
+  int64_t checksum = 0;
+  std::string durability;
+  std::string payload;  // the stored text (what the checksum covers)
+  std::string parse;    // the projected text to parse, when `projected`
+  bool projected = false;
+};
+
+RawRow read_row(const Stmt& s, int parse_col) {
+  RawRow r;
+  r.e.seq = s.int64(0);
+  r.e.id = s.text(1);
+  r.e.stream = s.text(2);
+  r.e.recorded_at_us = s.int64(3);
+  r.e.type = s.text(4);
+  r.e.type_version = static_cast<int>(s.int64(5));
+  r.durability = s.text(6);
+  r.e.causation = s.text(7);
+  r.payload = s.text(8);
+  r.checksum = s.int64(9);
+  if (parse_col >= 0 && !s.is_null(parse_col)) {
+    r.parse = s.text(parse_col);
+    r.projected = true;
+  }
+  return r;
+}
+
+// Verifies the row's checksum and parses its payload.
+Event finish_row(RawRow&& r, const std::string& path) {
+  Event e = std::move(r.e);
   try {
-    e.durability = durability_from_string(std::string(s.text(6)));
+    e.durability = durability_from_string(r.durability);
   } catch (const std::invalid_argument&) {
     throw StoreError("event log " + path + ": corrupted event at seq " + std::to_string(e.seq) +
                      " (bad durability)");
   }
-  e.causation = s.text(7);
-  if (event_checksum(e, payload) != s.int64(9)) {
+  if (event_checksum(e, r.payload) != r.checksum) {
     throw StoreError("event log " + path + ": corrupted event at seq " + std::to_string(e.seq) +
                      " (checksum mismatch)");
   }
   try {
-    e.payload = json::parse(payload);
+    e.payload = json::parse(r.projected ? r.parse : r.payload);
   } catch (const json::exception& ex) {
     throw StoreError("event log " + path + ": event at seq " + std::to_string(e.seq) +
                      " has an unreadable payload: " + ex.what());
   }
   return e;
+}
+
+Event row_to_event(const Stmt& s, const std::string& path, int parse_col = -1) {
+  return finish_row(read_row(s, parse_col), path);
+}
+
+// Streams rows from `s` on a second thread (SQLite reading) while the calling thread verifies,
+// parses and hands them to `f`: the two halves of a fold cost about the same.
+void pipelined_rows(Stmt& s, int parse_col, const std::string& path,
+                    const std::function<bool(RawRow&&)>& f) {
+  constexpr size_t kChunk = 256, kMaxChunks = 16;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::vector<RawRow>> chunks;
+  bool done = false, stop = false;
+  std::exception_ptr error;
+  std::thread reader([&] {
+    std::vector<RawRow> chunk;
+    auto push = [&] {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return chunks.size() < kMaxChunks || stop; });
+      chunks.push_back(std::move(chunk));
+      chunk.clear();
+      cv.notify_all();
+    };
+    try {
+      while (s.step()) {
+        chunk.push_back(read_row(s, parse_col));
+        if (chunk.size() == kChunk) {
+          push();
+          std::lock_guard lock(mu);
+          if (stop) break;
+        }
+      }
+      if (!chunk.empty()) push();
+    } catch (...) {
+      std::lock_guard lock(mu);
+      error = std::current_exception();
+    }
+    std::lock_guard lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  auto finish = [&] {
+    {
+      std::lock_guard lock(mu);
+      stop = true;
+      cv.notify_all();
+    }
+    reader.join();
+  };
+  try {
+    for (;;) {
+      std::vector<RawRow> chunk;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return !chunks.empty() || done; });
+        if (chunks.empty()) break;
+        chunk = std::move(chunks.front());
+        chunks.pop_front();
+        cv.notify_all();
+      }
+      for (RawRow& r : chunk) {
+        if (!f(std::move(r))) {
+          finish();
+          return;
+        }
+      }
+    }
+  } catch (...) {
+    finish();
+    throw;
+  }
+  finish();
+  if (error) std::rethrow_exception(error);
+  (void)path;
 }
 
 // BEGIN IMMEDIATE ... COMMIT; rolls back unless committed.
@@ -123,12 +229,17 @@ class WriteTx {
 
 }  // namespace
 
-void EventStore::insert_locked(Event& e) {
+namespace {
+constexpr const char* kInsertEvent =
+    "INSERT INTO events(seq, id, stream, recorded_at, type, type_version, durability, causation, "
+    "payload, checksum) VALUES (?,?,?,?,?,?,?,?,?,?)";
+}  // namespace
+
+void EventStore::insert_locked(Event& e, void* insert_stmt) {
   std::string payload = dump_payload(e.payload);
   if (payload.find("\xEF\xBF\xBD") != std::string::npos) e.payload = json::parse(payload);
-  Stmt ins(db_, path_,
-           "INSERT INTO events(seq, id, stream, recorded_at, type, type_version, durability, "
-           "causation, payload, checksum) VALUES (?,?,?,?,?,?,?,?,?,?)");
+  Stmt& ins = *static_cast<Stmt*>(insert_stmt);
+  ins.reset();
   ins.bind(1, e.seq)
       .bind(2, e.id)
       .bind(3, e.stream)
@@ -155,6 +266,7 @@ std::vector<Event> EventStore::append_batch(const std::vector<NewEvent>& events)
   std::vector<Event> out;
   out.reserve(events.size());
   WriteTx tx(db_, path_);
+  Stmt ins(db_, path_, kInsertEvent);
   int64_t last = 0, last_at = 0;
   {
     Stmt s(db_, path_, "SELECT seq, recorded_at FROM events ORDER BY seq DESC LIMIT 1");
@@ -190,7 +302,7 @@ std::vector<Event> EventStore::append_batch(const std::vector<NewEvent>& events)
     e.durability = n.durability;
     e.causation = n.causation;
     e.payload = n.payload;
-    insert_locked(e);
+    insert_locked(e, &ins);
     out.push_back(std::move(e));
   }
   tx.commit();
@@ -200,13 +312,14 @@ std::vector<Event> EventStore::append_batch(const std::vector<NewEvent>& events)
 void EventStore::import_events(const std::vector<Event>& events) {
   if (read_only_) throw StoreError("event log " + path_ + ": opened read-only, cannot import");
   WriteTx tx(db_, path_);
+  Stmt ins(db_, path_, kInsertEvent);
   int64_t last = last_seq();
   for (Event e : events) {
     if (e.seq != last + 1) {
       throw StoreError("event log " + path_ + ": cannot import seq " + std::to_string(e.seq) +
                        " after seq " + std::to_string(last));
     }
-    insert_locked(e);
+    insert_locked(e, &ins);
     last = e.seq;
   }
   tx.commit();
@@ -223,18 +336,58 @@ std::vector<Event> EventStore::read(int64_t from_seq, int64_t to_seq) const {
 }
 
 void EventStore::for_each(int64_t from_seq, const std::function<bool(const Event&)>& f) const {
+  for_each(from_seq, Projection{}, f);
+}
+
+namespace {
+// `CASE type WHEN 'a' THEN json_remove(payload, '$.x', ...) ... END`: the projected payload column.
+std::string projection_sql(const EventStore::Projection& leave_out, const std::string& path) {
+  auto literal = [&](const std::string& s) {
+    for (char c : s) {
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '$')) {
+        throw StoreError("event log " + path + ": bad projection name '" + s + "'");
+      }
+    }
+    return "'" + s + "'";
+  };
+  std::string sql = "CASE type";
+  for (const auto& [type, paths] : leave_out) {
+    sql += " WHEN " + literal(type) + " THEN json_remove(payload";
+    for (const auto& p : paths) sql += ", " + literal(p);
+    sql += ")";
+  }
+  return sql + " END";
+}
+}  // namespace
+
+void EventStore::for_each(int64_t from_seq, const Projection& leave_out,
+                          const std::function<bool(const Event&)>& f) const {
   if (from_seq < 1) from_seq = 1;
-  Stmt s(db_, path_, std::string(kSelectEvent) + " WHERE seq >= ? ORDER BY seq");
+  std::string sql = kSelectEvent;
+  int parse_col = -1;
+  if (!leave_out.empty()) {
+    sql.replace(sql.find(" FROM events"), 12,
+                ", " + projection_sql(leave_out, path_) + " FROM events");
+    parse_col = 10;
+  }
+  Stmt s(db_, path_, sql + " WHERE seq >= ? ORDER BY seq");
   s.bind(1, from_seq);
   int64_t expect = from_seq;
-  while (s.step()) {
-    Event e = row_to_event(s, path_);
+  auto deliver = [&](Event&& e) {
     if (e.seq != expect) {
       throw StoreError("event log " + path_ + ": corrupted log: seq " + std::to_string(expect) +
                        " is missing (next is " + std::to_string(e.seq) + ")");
     }
     ++expect;
-    if (!f(e)) return;
+    return f(e);
+  };
+  if (!leave_out.empty()) {  // a fold: read on a second thread (f must not use this store)
+    pipelined_rows(s, parse_col, path_,
+                   [&](RawRow&& r) { return deliver(finish_row(std::move(r), path_)); });
+    return;
+  }
+  while (s.step()) {
+    if (!deliver(row_to_event(s, path_, parse_col))) return;
   }
 }
 

@@ -50,6 +50,14 @@ class EventStore {
   std::vector<Event> read(int64_t from_seq = 1, int64_t to_seq = INT64_MAX) const;
   // Streams events without holding them all; f returns false to stop.
   void for_each(int64_t from_seq, const std::function<bool(const Event&)>& f) const;
+
+  // Fields to leave out of the payloads of some event types: {type, {JSON path, ...}}, paths such
+  // as "$.message". A reader that needs few fields (fold) skips parsing bulky text this way: SQLite
+  // drops the fields before the payload is parsed. Checksums are still verified on the full text.
+  // This form reads rows on a second thread while f runs: f must not use this store.
+  using Projection = std::vector<std::pair<std::string, std::vector<std::string>>>;
+  void for_each(int64_t from_seq, const Projection& leave_out,
+                const std::function<bool(const Event&)>& f) const;
   int64_t last_seq() const;
   std::optional<Event> find_by_id(const std::string& id) const;
 
@@ -71,7 +79,7 @@ class EventStore {
 
  private:
   EventStore(sqlite3* db, std::string path, bool read_only);
-  void insert_locked(Event& e);  // inside a write transaction
+  void insert_locked(Event& e, void* insert_stmt);  // inside a write transaction
   sqlite3* db_;
   std::string path_;
   bool read_only_;

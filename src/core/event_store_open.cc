@@ -48,6 +48,8 @@ sqlite3* open_connection(const std::string& path, int flags) {
   }
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  // Reads through a memory map: folding a large log then copies no pages.
+  sqlite3_exec(db, "PRAGMA mmap_size=1073741824", nullptr, nullptr, nullptr);
   return db;
 }
 

@@ -175,3 +175,27 @@ TEST(EventStore, ReaderInAnotherProcessSeesAPrefixWhileWriterAppends) {
 
 }  // namespace
 }  // namespace marathon
+
+namespace marathon {
+namespace {
+
+TEST(LoadState, SkipsBulkyFieldsButKeepsArgumentsOfInFlightCalls) {
+  testing::TempDir d;
+  auto s = EventStore::open(d / "events.db", EventStore::Mode::kCreate);
+  NewEvent resp;
+  resp.type = ev::kModelResponse;
+  resp.payload = {{"message", {{"content", std::string(5000, 'x')}}},
+                  {"usage", {{"prompt_tokens", 7}, {"completion_tokens", 3}}}};
+  NewEvent started;
+  started.type = ev::kToolStarted;
+  started.payload = {{"call_id", "c"}, {"name", "write_file"}, {"arguments", {{"path", "k.cc"}}}};
+  s->append_batch({resp, started});
+  State st = load_state(*s);
+  EXPECT_EQ(st.used.prompt_tokens, 7);
+  ASSERT_EQ(st.in_flight.size(), 1u);
+  EXPECT_EQ(st.in_flight.at("c").arguments["path"], "k.cc");
+  EXPECT_EQ(s->read()[0].payload["message"]["content"].get<std::string>().size(), 5000u);
+}
+
+}  // namespace
+}  // namespace marathon

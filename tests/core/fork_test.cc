@@ -37,9 +37,9 @@ RunDir make_run(const TempDir& d) {
   s->append(make(ev::kRunCreated, {{"run_id", "run-orig"}, {"goal", {{"objective", "x"}}}}));
   write(*s, "a.cc", "int v1;");
   write(*s, "sub/b.h", "#pragma once");
-  s->append(make(ev::kEvalFinished, {{"candidate", "c1"},
-                                     {"status", "ok"},
-                                     {"result", {{"correct", true}, {"score", 2.0}}}}));
+  s->append(make(
+      ev::kEvalFinished,
+      {{"candidate", "c1"}, {"status", "ok"}, {"result", {{"correct", true}, {"score", 2.0}}}}));
   write(*s, "a.cc", "int v2;");
   s->append(make(ev::kWorkspaceWritten, {{"path", "sub/b.h"}, {"deleted", true}}));
   std::string out = s->put_blob(std::string(5000, 'o'));
@@ -103,7 +103,8 @@ TEST(Fork, NewLogIsThePrefixWithItsBlobsAndANewRunId) {
   EXPECT_NE(f.run_id, "run-orig");
   EXPECT_EQ(f.files, 2u);
   auto src = EventStore::open(r.events_db().string(), EventStore::Mode::kReadOnly);
-  auto dst = EventStore::open((d.path() / "fork" / "events.db").string(), EventStore::Mode::kReadOnly);
+  auto dst =
+      EventStore::open((d.path() / "fork" / "events.db").string(), EventStore::Mode::kReadOnly);
   auto got = dst->read();
   ASSERT_EQ(got.size(), 4u);  // the prefix, then run.forked
   for (int i = 0; i < 3; ++i) EXPECT_EQ(to_json(got[i]), to_json(src->read()[i]));
@@ -122,7 +123,8 @@ TEST(Fork, CopiesBlobsReferencedByAnyPayloadField) {
   TempDir d;
   RunDir r = make_run(d);
   fork_run(r.root, 8, d.path() / "fork");
-  auto dst = EventStore::open((d.path() / "fork" / "events.db").string(), EventStore::Mode::kReadOnly);
+  auto dst =
+      EventStore::open((d.path() / "fork" / "events.db").string(), EventStore::Mode::kReadOnly);
   EXPECT_TRUE(dst->has_blob(sha256_hex(std::string(5000, 'o'))));
   EXPECT_TRUE(load_state(*dst).done);
 }

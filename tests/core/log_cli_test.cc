@@ -34,11 +34,12 @@ RunDir make_run(const TempDir& d, bool finished) {
                  {{"run_id", "run-log"},
                   {"goal", {{"objective", "faster"}, {"metric", "speedup"}, {"direction", "max"}}},
                   {"budget", {{"max_tool_calls", 10}}}}));
-  s->append(make(ev::kToolStarted, {{"call_id", "c1"}, {"name", "evaluate"}, {"arguments", json::object()}}));
+  s->append(make(ev::kToolStarted,
+                 {{"call_id", "c1"}, {"name", "evaluate"}, {"arguments", json::object()}}));
   s->append(make(ev::kToolFinished, {{"call_id", "c1"}, {"name", "evaluate"}, {"ok", true}}));
-  s->append(make(ev::kEvalFinished, {{"candidate", "cand"},
-                                     {"status", "ok"},
-                                     {"result", {{"correct", true}, {"score", 1.7}}}}));
+  s->append(make(
+      ev::kEvalFinished,
+      {{"candidate", "cand"}, {"status", "ok"}, {"result", {{"correct", true}, {"score", 1.7}}}}));
   if (finished) s->append(make(ev::kRunFinished, {{"reason", "finish"}}));
   return r;
 }
@@ -71,7 +72,8 @@ TEST(StatusCli, HumanTextNamesRunBestAndInFlight) {
   RunDir r = make_run(d, false);
   {
     auto s = EventStore::open(r.events_db().string(), EventStore::Mode::kOpen);
-    s->append(make(ev::kToolStarted, {{"call_id", "c2"}, {"name", "run"}, {"arguments", json::object()}}));
+    s->append(make(ev::kToolStarted,
+                   {{"call_id", "c2"}, {"name", "run"}, {"arguments", json::object()}}));
   }
   auto res = run_cli(d, "status " + r.root.string());
   ASSERT_EQ(res.code, 0) << res.err;
@@ -107,9 +109,9 @@ TEST(LogCli, ExportWritesJsonlAndMsp) {
   EXPECT_EQ(msp[0]["stream"]["id"], "run-log");
   EXPECT_EQ(msp[3]["payload_type"], "eval.finished");
   EXPECT_EQ(msp[3]["sequence"], 4);
-  for (const char* k : {"schema_version", "id", "stream", "sequence", "recorded_at", "record_type",
-                        "durability", "causation_id", "payload_type", "payload_schema_version",
-                        "payload"}) {
+  for (const char* k :
+       {"schema_version", "id", "stream", "sequence", "recorded_at", "record_type", "durability",
+        "causation_id", "payload_type", "payload_schema_version", "payload"}) {
     EXPECT_TRUE(msp[0].contains(k)) << k;
   }
   res = run_cli(d, "log export " + r.root.string() + " -o " + (d / "x") + " --format xml");
@@ -171,8 +173,8 @@ TEST(LogCli, FollowStopsOnSigint) {
   if (pid == 0) {
     int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(fd, 1);
-    ::execl(CORE_CLI_BINARY, CORE_CLI_BINARY, "log", "--follow", "--poll", "0.05",
-            r.root.c_str(), nullptr);
+    ::execl(CORE_CLI_BINARY, CORE_CLI_BINARY, "log", "--follow", "--poll", "0.05", r.root.c_str(),
+            nullptr);
     ::_exit(127);
   }
   // Wait until it has printed the existing events, then interrupt it.
