@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/fold.h"
 #include "loop/interrupt.h"
 #include "loop/progress.h"
 #include "loop/run_tools.h"
@@ -10,7 +11,9 @@ namespace marathon {
 
 RunReport drive(EventStore& store, const std::filesystem::path& run_dir, Policy& policy,
                 const DriveOptions& options, State* final_state) {
-  ToolSet tools = make_run_tools();
+  State head;  // run.created alone says what the tools need (a GPU task or not)
+  for (const Event& e : store.read(1, 1)) apply(head, e);
+  ToolRegistry tools = make_run_tools(&head);
   TerminalProgress progress(stdout);
   RunnerHooks hooks;
   install_interrupt_handler();

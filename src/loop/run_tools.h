@@ -2,10 +2,12 @@
 // recall, revert, finish.
 #pragma once
 
-#include "loop/tool_set.h"
+#include "core/state.h"
+#include "tools/tool_registry.h"
 
 namespace marathon {
 
-ToolSet make_run_tools();
+// `state`: the run (a GPU task gives `run` the GPU). Null: a CPU task.
+ToolRegistry make_run_tools(const State* state = nullptr);
 
 }  // namespace marathon

@@ -11,6 +11,7 @@
 #include "context/transcript.h"
 #include "core/fold.h"
 #include "goal/budget.h"
+#include "tools/json_schema.h"
 
 namespace marathon {
 
@@ -57,7 +58,7 @@ ToolResult run_tool_safely(Tool& tool, const json& args, ToolContext& ctx) {
   }
 }
 
-Runner::Runner(EventStore& store, Policy& policy, ToolSet& tools, std::filesystem::path run_dir,
+Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools, std::filesystem::path run_dir,
                RunnerHooks hooks)
     : store_(store),
       policy_(policy),
@@ -164,16 +165,15 @@ std::string Runner::effective_tool_error(const LoggedToolCall& call, json* args)
     for (const std::string& n : tools_.names()) valid += (valid.empty() ? "" : ", ") + n;
     return fmt::format("error: unknown tool \"{}\"; the tools are: {}", call.name, valid);
   }
-  std::string text = call.arguments.empty() ? "{}" : call.arguments;
-  try {
-    *args = json::parse(text);
-  } catch (const json::parse_error& e) {
-    return fmt::format("error: the arguments of `{}` are not valid JSON ({}); send one JSON object "
-                       "matching the tool's schema",
-                       call.name, e.what());
-  }
-  if (auto problem = check_schema(*args, tool->parameters())) {
-    return fmt::format("error: invalid arguments for `{}`: {}", call.name, *problem);
+  std::string error;
+  std::optional<json> parsed = parse_tool_arguments(call.name, call.arguments, &error);
+  if (!parsed) return "error: " + error;
+  *args = std::move(*parsed);
+  std::vector<std::string> problems = validate_schema(*args, tool->parameters());
+  if (!problems.empty()) {
+    std::string out = fmt::format("error: invalid arguments for `{}`:", call.name);
+    for (const std::string& p : problems) out += "\n- " + p;
+    return out + "\nexpected schema: " + tool->parameters().dump();
   }
   return "";
 }
@@ -246,8 +246,8 @@ void Runner::recover_in_flight() {
   for (const InFlightTool& t : calls) {
     auto it = std::find_if(events_.begin(), events_.end(),
                            [&](const Event& e) { return e.seq == t.started_seq; });
-    if (it == events_.end()) continue;
-    Event started = *it;
+    Event started;  // (the log always holds it; a default keeps a damaged log from looping here)
+    if (it != events_.end()) started = *it;
     Tool* tool = tools_.find(t.name);
     ToolResult result;
     bool rerun = tool && tool->idempotent() && t.arguments.is_object();

@@ -22,9 +22,9 @@
 #include "core/event_store.h"
 #include "context/context_config.h"
 #include "core/state.h"
-#include "loop/tool_set.h"
 #include "loop/transcript.h"
 #include "policy/policy.h"
+#include "tools/tool_registry.h"
 
 namespace marathon {
 
@@ -62,7 +62,7 @@ class Runner {
  public:
   // `store` must hold a created run; the state is folded from it here.
   // Prompts and compaction come from the context module, configured by the run's config.
-  Runner(EventStore& store, Policy& policy, ToolSet& tools, std::filesystem::path run_dir,
+  Runner(EventStore& store, Policy& policy, ToolRegistry& tools, std::filesystem::path run_dir,
          RunnerHooks hooks = {});
 
   // Drives the run until it finishes, pauses (interrupt, goal paused, model unavailable) or fails.
@@ -87,7 +87,7 @@ class Runner {
 
   EventStore& store_;
   Policy& policy_;
-  ToolSet& tools_;
+  ToolRegistry& tools_;
   std::filesystem::path run_dir_;
   context::ContextConfig context_config_;
   json tools_json_;

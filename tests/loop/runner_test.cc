@@ -68,7 +68,7 @@ class CountingTool : public Tool {
 struct Fixture {
   TempDir dir{"runner"};
   std::unique_ptr<EventStore> store;
-  ToolSet tools = make_run_tools();
+  ToolRegistry tools = make_run_tools();
   std::filesystem::path run_dir;
 
   explicit Fixture(std::function<void(NewRunOptions&)> adjust = {}) {
@@ -152,8 +152,9 @@ TEST(Runner, MalformedToolCallsBecomeErrorMessagesForTheModelNotCrashes) {
   EXPECT_NE(out["a"].find("not valid JSON"), std::string::npos) << out["a"];
   EXPECT_NE(out["b"].find("unknown tool \"frobnicate\""), std::string::npos) << out["b"];
   EXPECT_NE(out["b"].find("evaluate"), std::string::npos) << "lists the valid tools: " << out["b"];
-  EXPECT_NE(out["c"].find("must be one of"), std::string::npos) << out["c"];
-  EXPECT_NE(out["d"].find("missing required field \"kind\""), std::string::npos) << out["d"];
+  EXPECT_NE(out["c"].find("is not one of"), std::string::npos) << out["c"];
+  EXPECT_NE(out["d"].find("arguments.kind: required property is missing"), std::string::npos)
+      << out["d"];
   // The second request carried every error back to the model, answering each call id.
   int answered = 0;
   for (const json& m : policy.last_messages) {

@@ -1,0 +1,129 @@
+// bench/loop: the runtime's own overhead per step, excluding model and evaluator time.
+//
+// A step is one model turn and the tool call it asks for: budget checks, compaction planning and
+// prompt assembly (context module), model.request, the policy call, model.response (durable
+// append), argument validation, tool.started, the tool, tool.finished + effects (durable append).
+// The policy answers at once (a scripted model: no HTTP, no tokens to wait for) and the tool is
+// `note`, so what is measured is the runtime. The time inside policy.next() and Tool::run() is
+// measured and subtracted. Output: mean and p50/p99 per step over the run, by phase of the run
+// (the cost grows with the log, so the last steps matter most).
+//
+//   bench_loop [STEPS]   (default 1000)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "goal/task_spec.h"
+#include "loop/run_setup.h"
+#include "loop/run_tools.h"
+#include "loop/runner.h"
+
+namespace fs = std::filesystem;
+using namespace marathon;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Every turn asks for one `note`; the replies look like a model's (a sentence of text, a call).
+class InstantPolicy : public Policy {
+ public:
+  std::string name() const override { return "bench"; }
+  PolicyReply next(const PolicyRequest& req) override {
+    auto t0 = Clock::now();
+    PolicyReply r;
+    r.message = {{"role", "assistant"},
+                 {"content", "Trying the next blocking factor; the last one lost to cache misses."},
+                 {"tool_calls",
+                  {{{"id", "call_" + std::to_string(n_)},
+                    {"type", "function"},
+                    {"function",
+                     {{"name", "note"},
+                      {"arguments", R"({"kind": "finding", "text": "step )" + std::to_string(n_) +
+                                        R"(: BLOCK_K=64 beats 32 by 4% at n=512"})"}}}}}}};
+    r.prompt_tokens = 1000 + 30 * n_;
+    r.completion_tokens = 40;
+    r.provider = "bench";
+    r.model = "instant";
+    ++n_;
+    prompt_messages = req.messages.size();
+    policy_s += seconds_since(t0);
+    return r;
+  }
+  double policy_s = 0;
+  size_t prompt_messages = 0;
+
+ private:
+  int n_ = 0;
+};
+
+class StepClock : public ProgressSink {
+ public:
+  void on_event(const Event& e, const State&) override {
+    if (e.type != ev::kToolFinished) return;
+    auto now = Clock::now();
+    steps.push_back(std::chrono::duration<double>(now - last).count());
+    last = now;
+  }
+  Clock::time_point last = Clock::now();
+  std::vector<double> steps;
+};
+
+double pct(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(p * double(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int steps = argc > 1 ? std::atoi(argv[1]) : 1000;
+  std::random_device rd;
+  fs::path dir = fs::temp_directory_path() / ("marathon-bench-loop-" + std::to_string(rd()));
+  NewRunOptions o;
+  o.run_dir = dir / "run";
+  o.policy = "llm";
+  o.model = "bench:instant";
+  o.max_tool_calls = steps;
+  o.context_window = 128000;
+  auto store = create_run(load_task(fs::path(MARATHON_SOURCE_DIR) / "tests/loop/fixtures/tiny-task"), o);
+  ToolSet tools = make_run_tools();
+  InstantPolicy policy;
+  StepClock clock;
+  RunnerHooks hooks;
+  hooks.progress = &clock;
+  Runner runner(*store, policy, tools, o.run_dir, hooks);
+  auto t0 = Clock::now();
+  clock.last = t0;
+  RunReport report = runner.run();
+  double total = seconds_since(t0);
+  const State& s = runner.state();
+
+  double per_step_ms = 1e3 * (total - policy.policy_s) / double(s.used.tool_calls);
+  std::printf("steps %lld (%s), events %lld, prompt messages at the end %zu\n",
+              static_cast<long long>(s.used.tool_calls), report.reason.c_str(),
+              static_cast<long long>(s.last_seq), policy.prompt_messages);
+  std::printf("total %.3f s, in policy %.4f s\n", total, policy.policy_s);
+  std::printf("overhead per step: mean %.3f ms\n", per_step_ms);
+  size_t n = clock.steps.size();
+  for (auto [from, to] : {std::pair<size_t, size_t>{0, n / 10}, {n / 2 - n / 20, n / 2 + n / 20},
+                          {n - n / 10, n}}) {
+    std::vector<double> part(clock.steps.begin() + long(from), clock.steps.begin() + long(to));
+    if (part.empty()) continue;
+    double mean = 0;
+    for (double d : part) mean += d;
+    mean /= double(part.size());
+    std::printf("  steps %4zu-%4zu: mean %.3f ms, p50 %.3f ms, p99 %.3f ms (incl. policy)\n", from,
+                to, 1e3 * mean, 1e3 * pct(part, 0.5), 1e3 * pct(part, 0.99));
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return 0;
+}
