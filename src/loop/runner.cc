@@ -93,6 +93,10 @@ void Runner::observe(const Event& e) {
 
 std::vector<Event> Runner::append(std::vector<NewEvent> batch) {
   std::vector<Event> stored = store_.append_batch(batch);
+  // Another process (a goal verb) may have appended since we last looked: those events come first.
+  if (!stored.empty() && stored.front().seq > state_.last_seq + 1) {
+    for (const Event& e : store_.read(state_.last_seq + 1, stored.front().seq - 1)) observe(e);
+  }
   for (const Event& e : stored) observe(e);
   return stored;
 }

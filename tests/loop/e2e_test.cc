@@ -97,7 +97,7 @@ TEST(EndToEnd, BadToolCallsThroughTheLoopAreAnsweredAsErrorsAndNothingEscapesThe
                                       {"content", "x"}}}});
       return testing::openai_tool_calls(calls);
     }
-    return testing::openai_tool_calls({tc("finish", {{"summary", "done"}})});
+    return testing::openai_tool_calls(json::array({tc("finish", {{"summary", "done"}})}));
   });
   fs::path run = dir / "run";
   int rc = run_binary(tiny_run_args(run, server.base_url()), {}, dir / "log");

@@ -29,25 +29,35 @@ inline std::string tiny_candidate(const std::string& text) {
 inline ScriptedResponse tiny_script(size_t turn) {
   using testing::openai_text;
   using testing::openai_tool_calls;
+  auto write = [](const std::string& text) {
+    return tc("write_file", {{"path", "solution.txt"}, {"content", text}});
+  };
+  auto evaluate = [](const std::string& why) { return tc("evaluate", {{"strategy", why}}); };
+  json calls = json::array();
+  std::string text;
   switch (turn) {
     case 0:
-      return openai_tool_calls({tc("note", {{"kind", "strategy"}, {"text", "raise the value"}}),
-                                tc("write_file", {{"path", "solution.txt"}, {"content", "value = 2\n"}})},
-                               "Start small.");
-    case 1: return openai_tool_calls({tc("evaluate", {{"strategy", "value 2"}})});
-    case 2: return openai_tool_calls({tc("write_file", {{"path", "solution.txt"}, {"content", "value = 5\n"}})});
-    case 3: return openai_tool_calls({tc("evaluate", {{"strategy", "value 5"}})});
+      calls.push_back(tc("note", {{"kind", "strategy"}, {"text", "raise the value"}}));
+      calls.push_back(write("value = 2\n"));
+      text = "Start small.";
+      break;
+    case 1: calls.push_back(evaluate("value 2")); break;
+    case 2: calls.push_back(write("value = 5\n")); break;
+    case 3: calls.push_back(evaluate("value 5")); break;
     case 4:
-      return openai_tool_calls({tc("write_file", {{"path", "solution.txt"}, {"content", "value = 3\n"}}),
-                                tc("evaluate", {{"strategy", "value 3"}})});
+      calls.push_back(write("value = 3\n"));
+      calls.push_back(evaluate("value 3"));
+      break;
     case 5:
-      return openai_tool_calls({tc("note", {{"kind", "dead_end"}, {"text", "3 is worse than 5"}}),
-                                tc("revert", {{"candidate", tiny_candidate("value = 5\n")}})});
-    case 6: return openai_tool_calls({tc("evaluate", {{"strategy", "back to 5"}})});
+      calls.push_back(tc("note", {{"kind", "dead_end"}, {"text", "3 is worse than 5"}}));
+      calls.push_back(tc("revert", {{"candidate", tiny_candidate("value = 5\n")}}));
+      break;
+    case 6: calls.push_back(evaluate("back to 5")); break;
     case 7: return openai_text("I believe this is as good as it gets.");
-    case 8: return openai_tool_calls({tc("finish", {{"summary", "value 5 is the best"}})});
+    case 8: calls.push_back(tc("finish", {{"summary", "value 5 is the best"}})); break;
     default: return openai_text("the script has ended");
   }
+  return openai_tool_calls(calls, text);
 }
 constexpr size_t kTinyTurns = 9;
 
