@@ -155,3 +155,98 @@ TEST(EndToEnd, SigintPausesTheRunCleanlyAndResumeFinishesIt) {
 
 }  // namespace
 }  // namespace marathon
+
+namespace marathon {
+namespace {
+
+// The real CPU task: the scripted model evaluates the starter, breaks the kernel (the evaluator
+// says so), writes a register-blocked kernel, evaluates it, notes and finishes. Scores are timings,
+// so the test checks what the state records, not which kernel won.
+TEST(EndToEndCpuMatmul, ScriptedModelOverHttpWritesKernelsEvaluatesNotesAndFinishes) {
+  TempDir dir("e2e-matmul");
+  const std::string broken = "void matmul(const float* A, const float* B, float* C, int n) {}\n";
+  const std::string blocked = R"(// i-k-j with four rows of C per pass: each B row loaded is used four times.
+#include <cstring>
+void matmul(const float* A, const float* B, float* C, int n) {
+  std::memset(C, 0, sizeof(float) * static_cast<size_t>(n) * n);
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    float* c0 = C + static_cast<long>(i) * n;
+    float* c1 = c0 + n;
+    float* c2 = c1 + n;
+    float* c3 = c2 + n;
+    for (int k = 0; k < n; ++k) {
+      const float* b = B + static_cast<long>(k) * n;
+      const float a0 = A[static_cast<long>(i) * n + k], a1 = A[static_cast<long>(i + 1) * n + k];
+      const float a2 = A[static_cast<long>(i + 2) * n + k], a3 = A[static_cast<long>(i + 3) * n + k];
+      for (int j = 0; j < n; ++j) {
+        c0[j] += a0 * b[j];
+        c1[j] += a1 * b[j];
+        c2[j] += a2 * b[j];
+        c3[j] += a3 * b[j];
+      }
+    }
+  }
+  for (; i < n; ++i) {
+    float* c = C + static_cast<long>(i) * n;
+    for (int k = 0; k < n; ++k) {
+      const float a = A[static_cast<long>(i) * n + k];
+      const float* b = B + static_cast<long>(k) * n;
+      for (int j = 0; j < n; ++j) c[j] += a * b[j];
+    }
+  }
+}
+)";
+  ScriptedLlmServer server([&](size_t, const json& request) {
+    json calls = json::array();
+    switch (ScriptedLlmServer::assistant_turns(request)) {
+      case 0: calls.push_back(tc("evaluate", {{"strategy", "starter as given"}})); break;
+      case 1: calls.push_back(tc("write_file", {{"path", "kernel.cc"}, {"content", broken}})); break;
+      case 2: calls.push_back(tc("evaluate", {{"strategy", "empty body (should fail)"}})); break;
+      case 3:
+        calls.push_back(tc("note", {{"kind", "dead_end"}, {"text", "an empty kernel is wrong"}}));
+        calls.push_back(tc("write_file", {{"path", "kernel.cc"}, {"content", blocked}}));
+        break;
+      case 4: calls.push_back(tc("evaluate", {{"strategy", "4-row register blocking"}})); break;
+      case 5:
+        calls.push_back(tc("note", {{"kind", "finding"}, {"text", "row blocking measured"}}));
+        calls.push_back(tc("finish", {{"summary", "row-blocked kernel"}}));
+        break;
+      default: return testing::openai_text("the script has ended");
+    }
+    return testing::openai_tool_calls(calls);
+  });
+  fs::path run = dir / "run";
+  int rc = run_binary({"run", (testing::source_dir() / "tasks/cpu-matmul").string(), "--run-dir",
+                       run.string(), "--policy", "llm", "--model", "vllm:scripted", "--base-url",
+                       server.base_url()},
+                      {}, dir / "log", 600);
+  ASSERT_EQ(rc, 0) << read_text(dir / "log");
+  std::cout << read_text(dir / "log");
+  State s = load_state(run);
+  EXPECT_TRUE(s.done);
+  EXPECT_EQ(s.finish_reason, "finish");
+  EXPECT_EQ(s.evaluations, 3);
+  EXPECT_EQ(s.evaluations_executed, 3);
+  std::vector<const LedgerEntry*> attempts;
+  for (const LedgerEntry& l : s.ledger) {
+    if (l.kind == "attempt") attempts.push_back(&l);
+  }
+  ASSERT_EQ(attempts.size(), 3u);
+  EXPECT_TRUE(attempts[0]->correct.value_or(false)) << attempts[0]->failure;
+  EXPECT_FALSE(attempts[1]->correct.value_or(true)) << "the empty kernel must fail";
+  EXPECT_FALSE(attempts[1]->failure.empty());
+  EXPECT_TRUE(attempts[2]->correct.value_or(false)) << attempts[2]->failure;
+  // The improvement over the start: the run's best is a correct candidate with the best score of
+  // the correct ones, and the baseline (the naive loop) is recorded.
+  ASSERT_TRUE(s.best_score.has_value());
+  double best_seen = std::max(*attempts[0]->score, *attempts[2]->score);
+  EXPECT_EQ(*s.best_score, best_seen);
+  EXPECT_TRUE(s.best_candidate == attempts[0]->candidate || s.best_candidate == attempts[2]->candidate);
+  ASSERT_TRUE(s.baseline_score.has_value());
+  EXPECT_GT(*s.best_score, 0);
+  EXPECT_EQ(read_text(run / "workspace/kernel.cc"), blocked);
+}
+
+}  // namespace
+}  // namespace marathon

@@ -31,6 +31,19 @@ struct InFlightAtKill {
   std::vector<std::string> evaluating;  // solution.txt sha of each evaluate in flight
 };
 
+// One line per event: seq, type and the fields that tell calls and evaluations apart.
+std::string log_outline(const std::vector<Event>& events) {
+  std::string out;
+  for (const Event& e : events) {
+    out += std::to_string(e.seq) + " " + e.type;
+    for (const char* k : {"name", "call_id", "cached", "status", "path", "sha", "reason"}) {
+      if (e.payload.contains(k)) out += std::string(" ") + k + "=" + e.payload[k].dump();
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 // True once run.created is in the log (a kill before that leaves no run to resume).
 bool run_started(const fs::path& run) {
   try {
@@ -73,7 +86,7 @@ TEST(KillAndResume, RandomSigkillsThenResumeEndInTheUninterruptedFinalState) {
 
   std::mt19937 rng(20261202);
   std::uniform_real_distribution<double> delay(0.0, 0.5 * ref_s);
-  int kills = 0, runs = 0;
+  int kills = 0, runs = 0, kills_in_request = 0, kills_in_eval = 0;
   while (kills < kMinKills) {
     ++runs;
     fs::path run = dir / ("run" + std::to_string(runs));
@@ -107,6 +120,8 @@ TEST(KillAndResume, RandomSigkillsThenResumeEndInTheUninterruptedFinalState) {
       ++kills;
       InFlightAtKill f = in_flight_at_kill(run);
       allowed_repeats += f.model_request;
+      kills_in_request += f.model_request;
+      kills_in_eval += !f.evaluating.empty();
       for (const std::string& sha : f.evaluating) ++allowed_evals[sha];
     }
 
@@ -118,7 +133,9 @@ TEST(KillAndResume, RandomSigkillsThenResumeEndInTheUninterruptedFinalState) {
     std::map<std::string, int> executed;
     for (const std::string& sha : read_lines(marker)) ++executed[sha];
     for (const auto& [sha, n] : executed) {
-      EXPECT_LE(n, 1 + allowed_evals[sha]) << "candidate " << sha << " evaluated " << n << " times";
+      EXPECT_LE(n, 1 + allowed_evals[sha])
+          << "candidate " << sha << " evaluated " << n << " times; the log:\n"
+          << log_outline(load_events(run));
     }
     EXPECT_EQ(s.evaluations_executed, 3);
 
@@ -128,7 +145,8 @@ TEST(KillAndResume, RandomSigkillsThenResumeEndInTheUninterruptedFinalState) {
     EXPECT_LE(requests, ref_requests + allowed_repeats);
   }
   std::cout << "kill-and-resume: survived " << kills << " SIGKILLs over " << runs
-            << " runs (uninterrupted run " << ref_s << " s)\n";
+            << " runs (uninterrupted run " << ref_s << " s); " << kills_in_request
+            << " hit a model request in flight, " << kills_in_eval << " an evaluation\n";
 }
 
 }  // namespace
