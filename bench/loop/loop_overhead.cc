@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   o.max_tool_calls = steps;
   o.context_window = 128000;
   auto store = create_run(load_task(fs::path(MARATHON_SOURCE_DIR) / "tests/loop/fixtures/tiny-task"), o);
-  ToolSet tools = make_run_tools();
+  ToolRegistry tools = make_run_tools();
   InstantPolicy policy;
   StepClock clock;
   RunnerHooks hooks;
@@ -106,12 +106,20 @@ int main(int argc, char** argv) {
   double total = seconds_since(t0);
   const State& s = runner.state();
 
-  double per_step_ms = 1e3 * (total - policy.policy_s) / double(s.used.tool_calls);
+  const RunnerStats& st = runner.stats();
+  double steps_done = double(s.used.tool_calls);
+  double per_step_ms = 1e3 * (total - st.policy_s - st.tools_s) / steps_done;
   std::printf("steps %lld (%s), events %lld, prompt messages at the end %zu\n",
               static_cast<long long>(s.used.tool_calls), report.reason.c_str(),
               static_cast<long long>(s.last_seq), policy.prompt_messages);
   std::printf("total %.3f s, in policy %.4f s\n", total, policy.policy_s);
-  std::printf("overhead per step: mean %.3f ms\n", per_step_ms);
+  std::printf("overhead per step (excluding policy and tool time): mean %.3f ms\n", per_step_ms);
+  std::printf("  of which per step: compaction planning %.3f ms, prompt assembly %.3f ms, prompt "
+              "hash %.3f ms, durable appends %.3f ms, the rest %.3f ms\n",
+              1e3 * st.compaction_s / steps_done, 1e3 * st.prompt_s / steps_done,
+              1e3 * st.hash_s / steps_done, 1e3 * st.append_s / steps_done,
+              per_step_ms - 1e3 * (st.compaction_s + st.prompt_s + st.hash_s + st.append_s) /
+                                steps_done);
   size_t n = clock.steps.size();
   for (auto [from, to] : {std::pair<size_t, size_t>{0, n / 10}, {n / 2 - n / 20, n / 2 + n / 20},
                           {n - n / 10, n}}) {

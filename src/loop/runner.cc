@@ -20,6 +20,19 @@ namespace {
 using context::kUserMessage;
 constexpr int kMaxConsecutiveModelErrors = 3;
 
+// Adds the seconds since construction to a counter when it goes out of scope.
+class Timer {
+ public:
+  explicit Timer(double* into) : into_(into), t0_(std::chrono::steady_clock::now()) {}
+  ~Timer() {
+    *into_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+ private:
+  double* into_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 int64_t system_now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -92,7 +105,11 @@ void Runner::observe(const Event& e) {
 }
 
 std::vector<Event> Runner::append(std::vector<NewEvent> batch) {
-  std::vector<Event> stored = store_.append_batch(batch);
+  std::vector<Event> stored;
+  {
+    Timer t(&stats_.append_s);
+    stored = store_.append_batch(batch);
+  }
   // Another process (a goal verb) may have appended since we last looked: those events come first.
   if (!stored.empty() && stored.front().seq > state_.last_seq + 1) {
     for (const Event& e : store_.read(state_.last_seq + 1, stored.front().seq - 1)) observe(e);
@@ -234,6 +251,7 @@ void Runner::run_call(const LoggedToolCall& call) {
     if (logged->finished_payload.value("interrupted", false)) extra["interrupted"] = true;
   } else {
     ToolContext ctx = tool_context();
+    Timer t(&stats_.tools_s);
     result = run_tool_safely(*tools_.find(call.name), args, ctx);
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -299,6 +317,7 @@ std::optional<RunReport> Runner::start_goal_turn() {
 }
 
 void Runner::compact(bool overflow) {
+  Timer t(&stats_.compaction_s);
   context::CompactionPlan plan =
       context::plan_compaction(state_, events_, context_config_, tools_json_,
                                overflow ? context::Force::kOverflow : context::Force::kNone);
@@ -315,17 +334,27 @@ void Runner::compact(bool overflow) {
 
 std::optional<RunReport> Runner::ask_policy() {
   if (!transcript_.request_pending()) compact(false);
-  context::Prompt prompt = context::build_prompt(state_, events_, context_config_, tools_json_);
+  context::Prompt prompt;
+  {
+    Timer t(&stats_.prompt_s);
+    prompt = context::build_prompt(state_, events_, context_config_, tools_json_);
+  }
   if (!transcript_.request_pending()) {
+    std::string prompt_sha;
+    {
+      Timer t(&stats_.hash_s);
+      prompt_sha = sha256_hex(prompt.messages.dump());
+    }
     append({{ev::kModelRequest,
              {{"turn", transcript_.goal_turn()},
-              {"prompt_sha", sha256_hex(prompt.messages.dump())},
+              {"prompt_sha", prompt_sha},
               {"n_messages", prompt.messages.size()},
               {"tokens_estimate", prompt.tokens_raw}}}});
   }
   PolicyRequest request{prompt.messages, tools_json_, &state_};
   PolicyReply reply;
   try {
+    Timer t(&stats_.policy_s);
     reply = policy_.next(request);
   } catch (const std::exception& e) {
     reply = PolicyReply{};

@@ -58,6 +58,16 @@ struct RunReport {
   std::string reason;  // run.finished / run.paused reason
 };
 
+// Where the runner's own time goes (bench/loop reads it).
+struct RunnerStats {
+  double compaction_s = 0;  // plan_compaction / run_compaction
+  double prompt_s = 0;      // build_prompt
+  double hash_s = 0;        // the prompt's sha256 for model.request
+  double append_s = 0;      // durable appends (SQLite, fsync)
+  double policy_s = 0;      // policy.next()
+  double tools_s = 0;       // Tool::run()
+};
+
 class Runner {
  public:
   // `store` must hold a created run; the state is folded from it here.
@@ -71,6 +81,7 @@ class Runner {
   const State& state() const { return state_; }
   const std::vector<Event>& events() const { return events_; }
   double wall_s() const;  // active time including the current segment
+  const RunnerStats& stats() const { return stats_; }
 
  private:
   std::vector<Event> append(std::vector<NewEvent> batch);
@@ -96,6 +107,7 @@ class Runner {
   std::vector<Event> events_;
   Transcript transcript_;
   bool context_retry_used_ = false;
+  RunnerStats stats_;
 };
 
 // Runs one tool with its arguments already parsed and checked, catching anything it throws.
