@@ -17,16 +17,16 @@ struct ToolContext {
   std::filesystem::path workspace;  // the run's workspace root; tools are confined to it
   const State* state = nullptr;
   std::filesystem::path run_dir;
-  std::function<std::string(const std::string& bytes)> put_blob;   // returns sha256
-  std::function<std::string(const std::string& sha)> get_blob;     // throws if missing
+  std::function<std::string(const std::string& bytes)> put_blob;  // returns sha256
+  std::function<std::string(const std::string& sha)> get_blob;    // throws if missing
 };
 
 struct ToolResult {
   bool ok = true;
-  std::string output;              // what the model sees (capped by the tool)
-  std::string full_output_sha;     // blob with the uncapped output, if it was capped
-  std::vector<NewEvent> events;    // effects to log with tool.finished
-  bool finishes_run = false;       // `finish`
+  std::string output;            // what the model sees (capped by the tool)
+  std::string full_output_sha;   // blob with the uncapped output, if it was capped
+  std::vector<NewEvent> events;  // effects to log with tool.finished
+  bool finishes_run = false;     // `finish`
   double gpu_s = 0;
 };
 
