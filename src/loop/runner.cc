@@ -333,12 +333,21 @@ void Runner::compact(bool overflow) {
 }
 
 std::optional<RunReport> Runner::ask_policy() {
-  if (!transcript_.request_pending()) compact(false);
+  // Planning a compaction walks the whole log, so it is skipped while the last prompt was far below
+  // the soft threshold (one step cannot add that much: tool outputs are capped). It always runs on
+  // the first request of a process (a resume may have a compaction to finish) and on a manual
+  // request in the log.
+  bool far_below = last_prompt_tokens_ >= 0 &&
+                   last_prompt_tokens_ < context_config_.soft_tokens() / 2;
+  if (!transcript_.request_pending() && (!far_below || state_.pending_compaction_request)) {
+    compact(false);
+  }
   context::Prompt prompt;
   {
     Timer t(&stats_.prompt_s);
     prompt = context::build_prompt(state_, events_, context_config_, tools_json_);
   }
+  last_prompt_tokens_ = prompt.tokens_estimate;
   if (!transcript_.request_pending()) {
     std::string prompt_sha;
     {
@@ -351,7 +360,7 @@ std::optional<RunReport> Runner::ask_policy() {
               {"n_messages", prompt.messages.size()},
               {"tokens_estimate", prompt.tokens_raw}}}});
   }
-  PolicyRequest request{prompt.messages, tools_json_, &state_};
+  PolicyRequest request{std::move(prompt.messages), tools_json_, &state_};
   PolicyReply reply;
   try {
     Timer t(&stats_.policy_s);

@@ -107,6 +107,7 @@ class Runner {
   std::vector<Event> events_;
   Transcript transcript_;
   bool context_retry_used_ = false;
+  int64_t last_prompt_tokens_ = -1;  // calibrated estimate of the last prompt built (-1: none yet)
   RunnerStats stats_;
 };
 
