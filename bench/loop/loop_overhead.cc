@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
   o.model = "bench:instant";
   o.max_tool_calls = steps;
   o.context_window = 128000;
-  auto store = create_run(load_task(fs::path(MARATHON_SOURCE_DIR) / "tests/loop/fixtures/tiny-task"), o);
+  auto store =
+      create_run(load_task(fs::path(MARATHON_SOURCE_DIR) / "tests/loop/fixtures/tiny-task"), o);
   ToolRegistry tools = make_run_tools();
   InstantPolicy policy;
   StepClock clock;
@@ -114,15 +115,15 @@ int main(int argc, char** argv) {
               static_cast<long long>(s.last_seq), policy.prompt_messages);
   std::printf("total %.3f s, in policy %.4f s\n", total, policy.policy_s);
   std::printf("overhead per step (excluding policy and tool time): mean %.3f ms\n", per_step_ms);
-  std::printf("  of which per step: compaction planning %.3f ms, prompt assembly %.3f ms, prompt "
-              "hash %.3f ms, durable appends %.3f ms, the rest %.3f ms\n",
-              1e3 * st.compaction_s / steps_done, 1e3 * st.prompt_s / steps_done,
-              1e3 * st.hash_s / steps_done, 1e3 * st.append_s / steps_done,
-              per_step_ms - 1e3 * (st.compaction_s + st.prompt_s + st.hash_s + st.append_s) /
-                                steps_done);
+  std::printf(
+      "  of which per step: compaction planning %.3f ms, prompt assembly %.3f ms, prompt "
+      "hash %.3f ms, durable appends %.3f ms, the rest %.3f ms\n",
+      1e3 * st.compaction_s / steps_done, 1e3 * st.prompt_s / steps_done,
+      1e3 * st.hash_s / steps_done, 1e3 * st.append_s / steps_done,
+      per_step_ms - 1e3 * (st.compaction_s + st.prompt_s + st.hash_s + st.append_s) / steps_done);
   size_t n = clock.steps.size();
-  for (auto [from, to] : {std::pair<size_t, size_t>{0, n / 10}, {n / 2 - n / 20, n / 2 + n / 20},
-                          {n - n / 10, n}}) {
+  for (auto [from, to] :
+       {std::pair<size_t, size_t>{0, n / 10}, {n / 2 - n / 20, n / 2 + n / 20}, {n - n / 10, n}}) {
     std::vector<double> part(clock.steps.begin() + long(from), clock.steps.begin() + long(to));
     if (part.empty()) continue;
     double mean = 0;

@@ -26,7 +26,8 @@ int do_goal(const std::string& verb, const std::string& run_dir, const std::stri
   json p = {{"verb", verb}};
   if (verb == "set" || verb == "edit") {
     if (text.empty()) {
-      spdlog::error("goal {} needs the objective text: marathon goal {} RUN_DIR \"TEXT\"", verb, verb);
+      spdlog::error("goal {} needs the objective text: marathon goal {} RUN_DIR \"TEXT\"", verb,
+                    verb);
       return 2;
     }
     p["objective"] = text;

@@ -59,7 +59,8 @@ void register_replay(CLI::App& app) {
   auto to = std::make_shared<std::string>();
   auto quiet = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
-      "replay", "Re-drive a logged run into a new run with zero model calls; check the final state");
+      "replay",
+      "Re-drive a logged run into a new run with zero model calls; check the final state");
   cmd->add_option("RUN_DIR", *from, "The logged run")->required();
   cmd->add_option("--run-dir", *to, "The new run's directory")->required();
   cmd->add_flag("--quiet", *quiet, "No live progress, only the summary");

@@ -73,7 +73,8 @@ int do_run(const RunArgs& a) {
   }
   o.policy = !a.policy.empty() ? a.policy : (o.model.empty() ? "search" : "llm");
   if (o.policy != "llm" && o.policy != "search") {
-    spdlog::error("--policy {}: a new run takes llm or search (replay: `marathon replay`)", o.policy);
+    spdlog::error("--policy {}: a new run takes llm or search (replay: `marathon replay`)",
+                  o.policy);
     return 2;
   }
   if (o.policy == "llm" && o.model.empty()) {
@@ -140,7 +141,8 @@ int do_resume(const std::string& run_dir, bool quiet) {
     }
   }
   std::printf("marathon: resuming %s at event %lld (%lld tool calls so far)\n", run_dir.c_str(),
-              static_cast<long long>(state.last_seq), static_cast<long long>(state.used.tool_calls));
+              static_cast<long long>(state.last_seq),
+              static_cast<long long>(state.used.tool_calls));
   std::fflush(stdout);
   return exit_code_for(drive(*store, run_dir, *policy, options));
 }
@@ -152,9 +154,11 @@ void register_run(CLI::App& app) {
   CLI::App* run = app.add_subcommand("run", "Start a run on a task");
   run->add_option("TASK_DIR", args->task_dir, "Task folder (with task.toml)")->required();
   run->add_option("--run-dir", args->run_dir, "Run directory (default runs/<task>-<time>)");
-  run->add_option("--policy", args->policy, "llm | search (default: llm with a model, else search)");
+  run->add_option("--policy", args->policy,
+                  "llm | search (default: llm with a model, else search)");
   run->add_option("--model", args->model, "PROVIDER:MODEL, e.g. openai:gpt-4o (or MARATHON_MODEL)");
-  run->add_option("--base-url", args->base_url, "Base URL of an OpenAI-compatible or Anthropic API");
+  run->add_option("--base-url", args->base_url,
+                  "Base URL of an OpenAI-compatible or Anthropic API");
   run->add_option("--api-key-env", args->api_key_env,
                   "Name of the environment variable holding the API key (the key is never logged)");
   run->add_option("--max-tool-calls", args->max_tool_calls, "Tool-call budget (default 1000)");
@@ -174,7 +178,8 @@ void register_run(CLI::App& app) {
   CLI::App* resume = app.add_subcommand("resume", "Carry on a stopped run from its log");
   resume->add_option("RUN_DIR", *resume_dir, "Run directory")->required();
   resume->add_flag("--quiet", *resume_quiet, "No live progress, only the summary");
-  resume->callback([resume_dir, resume_quiet] { exit_code = do_resume(*resume_dir, *resume_quiet); });
+  resume->callback(
+      [resume_dir, resume_quiet] { exit_code = do_resume(*resume_dir, *resume_quiet); });
 }
 
 }  // namespace marathon::cli

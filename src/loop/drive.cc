@@ -28,8 +28,6 @@ RunReport drive(EventStore& store, const std::filesystem::path& run_dir, Policy&
   return report;
 }
 
-int exit_code_for(const RunReport& report) {
-  return report.outcome == RunOutcome::kFailed ? 1 : 0;
-}
+int exit_code_for(const RunReport& report) { return report.outcome == RunOutcome::kFailed ? 1 : 0; }
 
 }  // namespace marathon

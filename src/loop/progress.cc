@@ -28,7 +28,9 @@ void TerminalProgress::on_event(const Event& e, const State& s) {
   const json& p = e.payload;
   std::string line;
   if (e.type == ev::kToolFinished) {
-    std::string tag = p.value("interrupted", false) ? "interrupted" : p.value("ok", false) ? "ok" : "error";
+    std::string tag = p.value("interrupted", false) ? "interrupted"
+                      : p.value("ok", false)        ? "ok"
+                                                    : "error";
     line = fmt::format("[{:>4}/{}] {:<10} {:<11} {}", s.used.tool_calls, s.limits.max_tool_calls,
                        p.value("name", ""), tag, one_line(p.value("output", ""), 80));
   } else if (e.type == ev::kEvalFinished) {
@@ -73,8 +75,8 @@ std::string run_summary(const State& s, const RunReport& report, const std::stri
   out += fmt::format("  evaluations {} ({} executed, {} served from cache)\n", s.evaluations,
                      s.evaluations_executed, s.evaluations - s.evaluations_executed);
   out += fmt::format("  tool calls {}, model calls {}, tokens {} (${:.4f}), wall {:.1f} s\n",
-                     u.tool_calls, u.model_calls, u.prompt_tokens + u.completion_tokens,
-                     u.cost_usd, u.wall_s);
+                     u.tool_calls, u.model_calls, u.prompt_tokens + u.completion_tokens, u.cost_usd,
+                     u.wall_s);
   out += fmt::format("  log {}/events.db\n", run_dir);
   if (report.outcome != RunOutcome::kFinished) {
     out += fmt::format("  carry on with: marathon resume {}\n", run_dir);

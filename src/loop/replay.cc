@@ -74,8 +74,8 @@ void copy_blobs(const Event& e, const EventStore& from, EventStore& to) {
 }  // namespace
 
 LoggedResultFn logged_results(std::vector<Event> original, const EventStore& from, EventStore& to) {
-  auto calls = std::make_shared<std::map<std::pair<int64_t, size_t>, LoggedCall>>(
-      index_calls(original));
+  auto calls =
+      std::make_shared<std::map<std::pair<int64_t, size_t>, LoggedCall>>(index_calls(original));
   return [calls, &from, &to](int64_t turn, size_t index,
                              const std::string& tool) -> std::optional<LoggedResult> {
     auto it = calls->find({turn, index});
@@ -112,7 +112,8 @@ std::unique_ptr<EventStore> create_replay_run(const fs::path& from_dir, const fs
   *from_store = EventStore::open(from.events_db().string(), EventStore::Mode::kReadOnly);
   *original = (*from_store)->read();
   if (original->empty() || original->front().type != ev::kRunCreated) {
-    throw StoreError(fmt::format("{}: the log does not start with run.created", (*from_store)->path()));
+    throw StoreError(
+        fmt::format("{}: the log does not start with run.created", (*from_store)->path()));
   }
   RunDir to = create_run_dir(to_dir);
   auto store = EventStore::open(to.events_db().string(), EventStore::Mode::kCreate);

@@ -17,9 +17,9 @@ namespace marathon {
 // defaults of BudgetLimits.
 struct NewRunOptions {
   std::filesystem::path run_dir;
-  std::string policy;    // llm | search | replay
-  std::string model;     // PROVIDER:MODEL (llm policy)
-  std::string base_url;  // empty: the provider's default
+  std::string policy;       // llm | search | replay
+  std::string model;        // PROVIDER:MODEL (llm policy)
+  std::string base_url;     // empty: the provider's default
   std::string api_key_env;  // the NAME of the variable holding the key; the key is never logged
   std::optional<int64_t> max_tool_calls;
   std::optional<double> max_hours;
@@ -28,7 +28,7 @@ struct NewRunOptions {
   std::optional<double> max_gpu_s;
   std::optional<double> target;
   std::optional<int64_t> context_window;
-  int goal_auto_pause_turns = 5;  // goal turns without progress before the goal pauses itself
+  int goal_auto_pause_turns = 5;       // goal turns without progress before the goal pauses itself
   json extra_config = json::object();  // merged into config (e.g. replay's source run)
 };
 

@@ -71,8 +71,8 @@ ToolResult run_tool_safely(Tool& tool, const json& args, ToolContext& ctx) {
   }
 }
 
-Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools, std::filesystem::path run_dir,
-               RunnerHooks hooks)
+Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools,
+               std::filesystem::path run_dir, RunnerHooks hooks)
     : store_(store),
       policy_(policy),
       tools_(tools),
@@ -151,12 +151,13 @@ std::optional<RunReport> Runner::check_stops() {
     return pause("interrupted", "stopped by SIGINT; `marathon resume` carries on");
   }
   if (state_.goal.status == "paused") {
-    return pause("goal_paused", "the goal is paused; `marathon goal resume` then `marathon resume`");
+    return pause("goal_paused",
+                 "the goal is paused; `marathon goal resume` then `marathon resume`");
   }
   if (state_.goal.status == "cleared") return finish("goal_cleared", "the goal was cleared");
   if (target_met(state_)) {
-    return finish("target", fmt::format("target {:.4g} reached: {}", *state_.goal.target,
-                                        best_text(state_)));
+    return finish("target",
+                  fmt::format("target {:.4g} reached: {}", *state_.goal.target, best_text(state_)));
   }
   BudgetUsed used = state_.used;
   used.wall_s = wall_s();
@@ -166,14 +167,16 @@ std::optional<RunReport> Runner::check_stops() {
   }
   std::vector<NewEvent> warnings;
   for (const BudgetItem& b : budgets_to_warn(state_.limits, used, state_.budget_warnings)) {
-    warnings.push_back({ev::kBudgetWarned, {{"which", b.which}, {"used", b.used}, {"limit", b.limit}}});
+    warnings.push_back(
+        {ev::kBudgetWarned, {{"which", b.which}, {"used", b.used}, {"limit", b.limit}}});
     warnings.push_back(
         {kUserMessage,
          {{"reason", "budget"},
-          {"content", fmt::format("Budget note: {} is at {:.0f}% of its limit ({}). Wrap up: "
-                                  "evaluate your best idea, note what you learned, and call "
-                                  "`finish` with a summary before the run is stopped.",
-                                  b.which, 100 * b.fraction(), budget_line(state_.limits, used))}}});
+          {"content",
+           fmt::format("Budget note: {} is at {:.0f}% of its limit ({}). Wrap up: "
+                       "evaluate your best idea, note what you learned, and call "
+                       "`finish` with a summary before the run is stopped.",
+                       b.which, 100 * b.fraction(), budget_line(state_.limits, used))}}});
   }
   if (!warnings.empty()) append(std::move(warnings));
   return std::nullopt;
@@ -203,7 +206,10 @@ namespace {
 
 NewEvent finished_event(const Event& started, const std::string& call_id, const std::string& name,
                         const ToolResult& r, double elapsed_s) {
-  json p = {{"call_id", call_id}, {"name", name}, {"ok", r.ok}, {"output", r.output},
+  json p = {{"call_id", call_id},
+            {"name", name},
+            {"ok", r.ok},
+            {"output", r.output},
             {"elapsed_s", elapsed_s}};
   if (!r.full_output_sha.empty()) p["output_sha"] = r.full_output_sha;
   if (r.gpu_s > 0) p["gpu_s"] = r.gpu_s;
@@ -263,8 +269,9 @@ void Runner::run_call(const LoggedToolCall& call) {
 void Runner::recover_in_flight() {
   std::vector<InFlightTool> calls;
   for (const auto& [id, t] : state_.in_flight) calls.push_back(t);
-  std::sort(calls.begin(), calls.end(),
-            [](const InFlightTool& a, const InFlightTool& b) { return a.started_seq < b.started_seq; });
+  std::sort(calls.begin(), calls.end(), [](const InFlightTool& a, const InFlightTool& b) {
+    return a.started_seq < b.started_seq;
+  });
   for (const InFlightTool& t : calls) {
     auto it = std::find_if(events_.begin(), events_.end(),
                            [&](const Event& e) { return e.seq == t.started_seq; });
@@ -275,7 +282,8 @@ void Runner::recover_in_flight() {
     bool rerun = tool && tool->idempotent() && t.arguments.is_object();
     auto t0 = std::chrono::steady_clock::now();
     if (rerun) {
-      spdlog::info("resume: re-running `{}` ({}), in flight when the run stopped", t.name, t.call_id);
+      spdlog::info("resume: re-running `{}` ({}), in flight when the run stopped", t.name,
+                   t.call_id);
       ToolContext ctx = tool_context();
       result = run_tool_safely(*tool, t.arguments, ctx);
     } else {
@@ -294,8 +302,8 @@ void Runner::recover_in_flight() {
 std::optional<RunReport> Runner::start_goal_turn() {
   int limit = state_.config.value("goal_auto_pause_turns", 5);
   if (limit > 0 && state_.goal.turns_without_progress >= limit) {
-    std::string why = fmt::format("paused itself after {} turns without progress ({})", limit,
-                                  best_text(state_));
+    std::string why =
+        fmt::format("paused itself after {} turns without progress ({})", limit, best_text(state_));
     append({{ev::kGoalChanged,
              {{"verb", "auto_pause"},
               {"objective", state_.goal.objective},
@@ -337,8 +345,8 @@ std::optional<RunReport> Runner::ask_policy() {
   // the soft threshold (one step cannot add that much: tool outputs are capped). It always runs on
   // the first request of a process (a resume may have a compaction to finish) and on a manual
   // request in the log.
-  bool far_below = last_prompt_tokens_ >= 0 &&
-                   last_prompt_tokens_ < context_config_.soft_tokens() / 2;
+  bool far_below =
+      last_prompt_tokens_ >= 0 && last_prompt_tokens_ < context_config_.soft_tokens() / 2;
   if (!transcript_.request_pending() && (!far_below || state_.pending_compaction_request)) {
     compact(false);
   }
@@ -369,14 +377,14 @@ std::optional<RunReport> Runner::ask_policy() {
     reply = PolicyReply{};
     reply.error = json{{"kind", "transport"}, {"message", e.what()}};
   }
-  json payload = {{"message", normalise_assistant_message(reply.message, state_.turns)},
-                  {"usage",
-                   {{"prompt_tokens", reply.prompt_tokens},
-                    {"completion_tokens", reply.completion_tokens}}},
-                  {"cost_usd", reply.cost_usd},
-                  {"provider", reply.provider},
-                  {"model", reply.model},
-                  {"finish_reason", reply.finish_reason}};
+  json payload = {
+      {"message", normalise_assistant_message(reply.message, state_.turns)},
+      {"usage",
+       {{"prompt_tokens", reply.prompt_tokens}, {"completion_tokens", reply.completion_tokens}}},
+      {"cost_usd", reply.cost_usd},
+      {"provider", reply.provider},
+      {"model", reply.model},
+      {"finish_reason", reply.finish_reason}};
   if (reply.error) payload["error"] = *reply.error;
   if (reply.problems.is_array() && !reply.problems.empty()) payload["problems"] = reply.problems;
   append({{ev::kModelResponse, payload}});

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "core/event_store.h"
 #include "context/context_config.h"
+#include "core/event_store.h"
 #include "core/state.h"
 #include "loop/transcript.h"
 #include "policy/policy.h"

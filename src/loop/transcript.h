@@ -1,7 +1,7 @@
-// Transcript: what the loop must know about the conversation so far, kept up to date event by event.
-// Everything here is derived from the log alone, so a resumed runner decides exactly as the one that
-// was killed would have: which tool calls of the last model turn are still to run, whether a model
-// request was in flight, whether the policy stopped without finishing (a goal turn is due).
+// Transcript: what the loop must know about the conversation so far, kept up to date event by
+// event. Everything here is derived from the log alone, so a resumed runner decides exactly as the
+// one that was killed would have: which tool calls of the last model turn are still to run, whether
+// a model request was in flight, whether the policy stopped without finishing (a goal turn is due).
 #pragma once
 
 #include <cstdint>

@@ -28,7 +28,8 @@ std::unique_ptr<Policy> make_llm(const State& state) {
   const json& c = state.config;
   std::string spec = c.value("model", "");
   if (spec.empty()) {
-    throw std::invalid_argument("policy llm needs a model: --model PROVIDER:MODEL (or MARATHON_MODEL)");
+    throw std::invalid_argument(
+        "policy llm needs a model: --model PROVIDER:MODEL (or MARATHON_MODEL)");
   }
   llm::ModelSpec m = llm::parse_model_spec(spec);
   llm::ProviderConfig pc;

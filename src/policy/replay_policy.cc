@@ -30,9 +30,10 @@ PolicyReply ReplayPolicy::next(const PolicyRequest&) {
   if (next_ < replies_.size()) return replies_[next_++];
   PolicyReply r;
   r.provider = "replay";
-  r.error = json{{"kind", "replay_exhausted"},
-                 {"message", fmt::format("the logged run has no model response left (all {} served)",
-                                         replies_.size())}};
+  r.error = json{
+      {"kind", "replay_exhausted"},
+      {"message",
+       fmt::format("the logged run has no model response left (all {} served)", replies_.size())}};
   return r;
 }
 

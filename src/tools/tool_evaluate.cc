@@ -18,9 +18,10 @@ TaskSpec task_of_run(const State& state) {
   if (dir.empty()) throw std::runtime_error("the run's config records no task_dir");
   TaskSpec task = load_task(dir);
   if (json(to_json(task)) != state.task) {
-    spdlog::warn("{}/task.toml changed since the run was created; evaluating with the file as it "
-                 "is now, caching under the recorded spec",
-                 dir);
+    spdlog::warn(
+        "{}/task.toml changed since the run was created; evaluating with the file as it "
+        "is now, caching under the recorded spec",
+        dir);
   }
   return task;
 }
@@ -60,11 +61,10 @@ std::string describe_evaluation(const json& p, const State& before) {
   const json r = p.value("result", json::object());
   std::string cand = p.value("candidate", "").substr(0, 12);
   bool cached = p.value("cached", false);
-  std::string out = fmt::format(
-      "evaluation of candidate {} ({}): status {}\n", cand,
-      cached ? "served from the result cache, not re-run"
-             : fmt::format("ran in {:.1f} s", p.value("elapsed_s", 0.0)),
-      p.value("status", "ok"));
+  std::string out = fmt::format("evaluation of candidate {} ({}): status {}\n", cand,
+                                cached ? "served from the result cache, not re-run"
+                                       : fmt::format("ran in {:.1f} s", p.value("elapsed_s", 0.0)),
+                                p.value("status", "ok"));
   bool correct = r.value("correct", false);
   json violations = r.value("violations", json::array());
   out += fmt::format("correct: {} | {}: {}", correct ? "yes" : "NO",
@@ -122,8 +122,9 @@ class EvaluateTool : public Tool {
       if (it != s.workspace.end() && it->second == sha) continue;
       std::string bytes = read_bytes(ctx.workspace / path);
       ctx.put_blob(bytes);
-      r.events.push_back({ev::kWorkspaceWritten,
-                          {{"path", path}, {"sha", sha}, {"size", bytes.size()}, {"source", "sync"}}});
+      r.events.push_back(
+          {ev::kWorkspaceWritten,
+           {{"path", path}, {"sha", sha}, {"size", bytes.size()}, {"source", "sync"}}});
     }
     for (const auto& [path, sha] : s.workspace) {
       if (is_editable(task, path) && !disk.count(path)) {

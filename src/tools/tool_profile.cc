@@ -62,7 +62,8 @@ class ProfileTool : public Tool {
     const json& res = o.result;
     r.ok = o.status == eval::EvalStatus::kOk;
     r.gpu_s = task.needs_gpu ? o.elapsed_s : 0.0;
-    std::string out = fmt::format("profile ({}, {:.1f} s)\n", eval::to_string(o.status), o.elapsed_s);
+    std::string out =
+        fmt::format("profile ({}, {:.1f} s)\n", eval::to_string(o.status), o.elapsed_s);
     for (const char* k : {"profile", "metrics", "details"}) {
       if (res.contains(k) && !res[k].empty()) {
         std::string text = res[k].dump();

@@ -66,15 +66,17 @@ class RevertTool : public Tool {
       if (cur != s.workspace.end() && cur->second == sha) continue;
       std::string bytes = ctx.get_blob(sha);
       write_file(ctx.workspace / path, bytes);
-      r.events.push_back({ev::kWorkspaceWritten,
-                          {{"path", path}, {"sha", sha}, {"size", bytes.size()}, {"source", "revert"}}});
+      r.events.push_back(
+          {ev::kWorkspaceWritten,
+           {{"path", path}, {"sha", sha}, {"size", bytes.size()}, {"source", "revert"}}});
       ++written;
     }
     for (const auto& [path, sha] : s.workspace) {
       if (snapshot.count(path)) continue;
       std::error_code ec;
       fs::remove(ctx.workspace / path, ec);
-      r.events.push_back({ev::kWorkspaceWritten, {{"path", path}, {"deleted", true}, {"source", "revert"}}});
+      r.events.push_back(
+          {ev::kWorkspaceWritten, {{"path", path}, {"deleted", true}, {"source", "revert"}}});
       ++deleted;
     }
     r.output = fmt::format("workspace reverted to candidate {}: {} file(s) restored, {} deleted",

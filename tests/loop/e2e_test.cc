@@ -88,13 +88,18 @@ TEST(EndToEnd, BadToolCallsThroughTheLoopAreAnsweredAsErrorsAndNothingEscapesThe
     size_t turn = ScriptedLlmServer::assistant_turns(request);
     if (turn == 0) {
       json calls = json::array();
-      calls.push_back({{"id", "bad_json"}, {"name", "note"}, {"arguments", "{\"kind\": \"finding\", "}});
-      calls.push_back({{"id", "unknown"}, {"name", "launch_rockets"}, {"arguments", json::object()}});
-      calls.push_back({{"id", "escape"}, {"name", "write_file"},
+      calls.push_back(
+          {{"id", "bad_json"}, {"name", "note"}, {"arguments", "{\"kind\": \"finding\", "}});
+      calls.push_back(
+          {{"id", "unknown"}, {"name", "launch_rockets"}, {"arguments", json::object()}});
+      calls.push_back({{"id", "escape"},
+                       {"name", "write_file"},
                        {"arguments", {{"path", "../escaped.txt"}, {"content", "x"}}}});
-      calls.push_back({{"id", "absolute"}, {"name", "write_file"},
-                       {"arguments", {{"path", (fs::temp_directory_path() / "marathon-abs-escape").string()},
-                                      {"content", "x"}}}});
+      calls.push_back({{"id", "absolute"},
+                       {"name", "write_file"},
+                       {"arguments",
+                        {{"path", (fs::temp_directory_path() / "marathon-abs-escape").string()},
+                         {"content", "x"}}}});
       return testing::openai_tool_calls(calls);
     }
     return testing::openai_tool_calls(json::array({tc("finish", {{"summary", "done"}})}));
@@ -145,9 +150,11 @@ TEST(EndToEnd, SigintPausesTheRunCleanlyAndResumeFinishesIt) {
   EXPECT_TRUE(paused.paused);
   EXPECT_FALSE(paused.done);
   EXPECT_TRUE(paused.in_flight.empty());
-  EXPECT_EQ(events_of_type(load_events(run), ev::kRunPaused).back().payload["reason"], "interrupted");
+  EXPECT_EQ(events_of_type(load_events(run), ev::kRunPaused).back().payload["reason"],
+            "interrupted");
 
-  ASSERT_EQ(run_binary({"resume", run.string(), "--quiet"}, {}, dir / "log"), 0) << read_text(dir / "log");
+  ASSERT_EQ(run_binary({"resume", run.string(), "--quiet"}, {}, dir / "log"), 0)
+      << read_text(dir / "log");
   State s = load_state(run);
   EXPECT_TRUE(s.done);
   EXPECT_EQ(*s.best_score, 5);
@@ -165,7 +172,8 @@ namespace {
 TEST(EndToEndCpuMatmul, ScriptedModelOverHttpWritesKernelsEvaluatesNotesAndFinishes) {
   TempDir dir("e2e-matmul");
   const std::string broken = "void matmul(const float* A, const float* B, float* C, int n) {}\n";
-  const std::string blocked = R"(// i-k-j with four rows of C per pass: each B row loaded is used four times.
+  const std::string blocked =
+      R"(// i-k-j with four rows of C per pass: each B row loaded is used four times.
 #include <cstring>
 void matmul(const float* A, const float* B, float* C, int n) {
   std::memset(C, 0, sizeof(float) * static_cast<size_t>(n) * n);
@@ -200,27 +208,36 @@ void matmul(const float* A, const float* B, float* C, int n) {
   ScriptedLlmServer server([&](size_t, const json& request) {
     json calls = json::array();
     switch (ScriptedLlmServer::assistant_turns(request)) {
-      case 0: calls.push_back(tc("evaluate", {{"strategy", "starter as given"}})); break;
-      case 1: calls.push_back(tc("write_file", {{"path", "kernel.cc"}, {"content", broken}})); break;
-      case 2: calls.push_back(tc("evaluate", {{"strategy", "empty body (should fail)"}})); break;
+      case 0:
+        calls.push_back(tc("evaluate", {{"strategy", "starter as given"}}));
+        break;
+      case 1:
+        calls.push_back(tc("write_file", {{"path", "kernel.cc"}, {"content", broken}}));
+        break;
+      case 2:
+        calls.push_back(tc("evaluate", {{"strategy", "empty body (should fail)"}}));
+        break;
       case 3:
         calls.push_back(tc("note", {{"kind", "dead_end"}, {"text", "an empty kernel is wrong"}}));
         calls.push_back(tc("write_file", {{"path", "kernel.cc"}, {"content", blocked}}));
         break;
-      case 4: calls.push_back(tc("evaluate", {{"strategy", "4-row register blocking"}})); break;
+      case 4:
+        calls.push_back(tc("evaluate", {{"strategy", "4-row register blocking"}}));
+        break;
       case 5:
         calls.push_back(tc("note", {{"kind", "finding"}, {"text", "row blocking measured"}}));
         calls.push_back(tc("finish", {{"summary", "row-blocked kernel"}}));
         break;
-      default: return testing::openai_text("the script has ended");
+      default:
+        return testing::openai_text("the script has ended");
     }
     return testing::openai_tool_calls(calls);
   });
   fs::path run = dir / "run";
-  int rc = run_binary({"run", (testing::source_dir() / "tasks/cpu-matmul").string(), "--run-dir",
-                       run.string(), "--policy", "llm", "--model", "vllm:scripted", "--base-url",
-                       server.base_url()},
-                      {}, dir / "log", 600);
+  int rc = run_binary(
+      {"run", (testing::source_dir() / "tasks/cpu-matmul").string(), "--run-dir", run.string(),
+       "--policy", "llm", "--model", "vllm:scripted", "--base-url", server.base_url()},
+      {}, dir / "log", 600);
   ASSERT_EQ(rc, 0) << read_text(dir / "log");
   std::cout << read_text(dir / "log");
   State s = load_state(run);
@@ -242,7 +259,8 @@ void matmul(const float* A, const float* B, float* C, int n) {
   ASSERT_TRUE(s.best_score.has_value());
   double best_seen = std::max(*attempts[0]->score, *attempts[2]->score);
   EXPECT_EQ(*s.best_score, best_seen);
-  EXPECT_TRUE(s.best_candidate == attempts[0]->candidate || s.best_candidate == attempts[2]->candidate);
+  EXPECT_TRUE(s.best_candidate == attempts[0]->candidate ||
+              s.best_candidate == attempts[2]->candidate);
   ASSERT_TRUE(s.baseline_score.has_value());
   EXPECT_GT(*s.best_score, 0);
   EXPECT_EQ(read_text(run / "workspace/kernel.cc"), blocked);

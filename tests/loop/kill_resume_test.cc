@@ -27,7 +27,7 @@ constexpr int kMinKills = 20;
 
 // What a kill left behind that the resume may legitimately do again.
 struct InFlightAtKill {
-  bool model_request = false;          // a model.request with no response after it
+  bool model_request = false;           // a model.request with no response after it
   std::vector<std::string> evaluating;  // solution.txt sha of each evaluate in flight
 };
 

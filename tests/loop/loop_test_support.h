@@ -1,5 +1,5 @@
-// Helpers for the loop's tests: temporary run folders, the tiny task fixture, child processes of the
-// real `marathon` binary (each in its own process group, so a test can SIGKILL the whole tree),
+// Helpers for the loop's tests: temporary run folders, the tiny task fixture, child processes of
+// the real `marathon` binary (each in its own process group, so a test can SIGKILL the whole tree),
 // and reading a run's state back from its log.
 #pragma once
 
@@ -146,7 +146,8 @@ inline std::vector<Event> load_events(const fs::path& run_dir) {
 
 inline State load_state(const fs::path& run_dir) { return fold(load_events(run_dir)); }
 
-inline std::vector<Event> events_of_type(const std::vector<Event>& events, const std::string& type) {
+inline std::vector<Event> events_of_type(const std::vector<Event>& events,
+                                         const std::string& type) {
   std::vector<Event> out;
   for (const Event& e : events) {
     if (e.type == type) out.push_back(e);

@@ -1,6 +1,8 @@
 // The loop in-process, with a deterministic scripted policy and the tiny task: budgets, goal turns
 // and auto-pause, interrupts, goal verbs from another writer, bad tool calls, and the resume paths
 // (a tool in flight, a model request in flight).
+#include "loop/runner.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -9,7 +11,6 @@
 #include "goal/task_spec.h"
 #include "loop/run_setup.h"
 #include "loop/run_tools.h"
-#include "loop/runner.h"
 #include "loop_test_support.h"
 
 namespace marathon {
@@ -102,8 +103,8 @@ TEST(Runner, StopsCleanlyWhenTheToolCallBudgetIsUsedUpAndWarnsBefore) {
   // The model was told, in a user message, before the stop.
   bool told = false;
   for (const json& m : policy.last_messages) {
-    told = told || (m["role"] == "user" && m["content"].get<std::string>().find("Budget note") !=
-                                               std::string::npos);
+    told = told || (m["role"] == "user" &&
+                    m["content"].get<std::string>().find("Budget note") != std::string::npos);
   }
   EXPECT_TRUE(told);
 }
@@ -168,7 +169,8 @@ TEST(Runner, MalformedToolCallsBecomeErrorMessagesForTheModelNotCrashes) {
 TEST(Runner, InterruptPausesAtTheNextStepBoundary) {
   Fixture f;
   ScriptedPolicy policy([](int n) {
-    return reply_with({call("c" + std::to_string(n), "note", R"({"kind": "finding", "text": "x"})")});
+    return reply_with(
+        {call("c" + std::to_string(n), "note", R"({"kind": "finding", "text": "x"})")});
   });
   RunnerHooks hooks;
   hooks.interrupted = [&] { return policy.calls >= 2; };
@@ -193,7 +195,8 @@ TEST(Runner, NoticesAGoalPauseAppendedByAnotherWriterAtItsNextStep) {
       other = EventStore::open((f.run_dir / "events.db").string(), EventStore::Mode::kOpen);
       other->append({ev::kGoalChanged, {{"verb", "pause"}, {"status", "paused"}}});
     }
-    return reply_with({call("c" + std::to_string(n), "note", R"({"kind": "finding", "text": "x"})")});
+    return reply_with(
+        {call("c" + std::to_string(n), "note", R"({"kind": "finding", "text": "x"})")});
   });
   Runner runner(*f.store, policy, f.tools, f.run_dir);
   RunReport report = runner.run();
@@ -207,14 +210,17 @@ TEST(Runner, ResumeReportsAnInFlightNonIdempotentToolAsInterruptedWithoutRerunni
   f.tools.add(std::make_unique<CountingTool>(&runs));
   // What a killed runner left: the response and tool.started, no tool.finished.
   f.store->append({ev::kModelRequest, {{"turn", 1}}});
-  f.store->append({ev::kModelResponse,
-                   {{"message",
-                     {{"role", "assistant"},
-                      {"content", ""},
-                      {"tool_calls", {{{"id", "k1"}, {"name", "side_effect"}, {"arguments", "{}"}}}}}},
-                    {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}});
-  f.store->append({ev::kToolStarted, {{"call_id", "k1"}, {"name", "side_effect"}, {"arguments", json::object()}}});
-  ScriptedPolicy policy([](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
+  f.store->append(
+      {ev::kModelResponse,
+       {{"message",
+         {{"role", "assistant"},
+          {"content", ""},
+          {"tool_calls", {{{"id", "k1"}, {"name", "side_effect"}, {"arguments", "{}"}}}}}},
+        {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}});
+  f.store->append({ev::kToolStarted,
+                   {{"call_id", "k1"}, {"name", "side_effect"}, {"arguments", json::object()}}});
+  ScriptedPolicy policy(
+      [](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
   Runner runner(*f.store, policy, f.tools, f.run_dir);
   runner.run();
   EXPECT_EQ(runs, 0);
@@ -222,7 +228,8 @@ TEST(Runner, ResumeReportsAnInFlightNonIdempotentToolAsInterruptedWithoutRerunni
   ASSERT_GE(finished.size(), 1u);
   EXPECT_EQ(finished[0].payload["call_id"], "k1");
   EXPECT_TRUE(finished[0].payload.value("interrupted", false));
-  EXPECT_NE(finished[0].payload["output"].get<std::string>().find("interrupted"), std::string::npos);
+  EXPECT_NE(finished[0].payload["output"].get<std::string>().find("interrupted"),
+            std::string::npos);
   EXPECT_EQ(policy.calls, 1);
 }
 
@@ -239,10 +246,13 @@ TEST(Runner, ResumeContinuesTheUnfinishedCallsOfALoggedResponseWithoutAskingTheM
             {{"id", "n2"}, {"name", "note"}, {"arguments", R"({"kind":"finding","text":"b"})"}}}}}},
         {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}});
   // n1 finished before the kill; n2 never started.
-  f.store->append({ev::kToolStarted, {{"call_id", "n1"}, {"name", "note"}, {"arguments", json::object()}}});
-  f.store->append({ev::kToolFinished, {{"call_id", "n1"}, {"name", "note"}, {"ok", true}, {"output", "noted"}}});
+  f.store->append(
+      {ev::kToolStarted, {{"call_id", "n1"}, {"name", "note"}, {"arguments", json::object()}}});
+  f.store->append({ev::kToolFinished,
+                   {{"call_id", "n1"}, {"name", "note"}, {"ok", true}, {"output", "noted"}}});
   f.store->append({ev::kLedgerNoted, {{"kind", "finding"}, {"text", "a"}}});
-  ScriptedPolicy policy([](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
+  ScriptedPolicy policy(
+      [](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
   Runner runner(*f.store, policy, f.tools, f.run_dir);
   runner.run();
   EXPECT_EQ(policy.calls, 1) << "only the request after n2; the logged response is not re-asked";
@@ -254,7 +264,8 @@ TEST(Runner, ResumeContinuesTheUnfinishedCallsOfALoggedResponseWithoutAskingTheM
 TEST(Runner, AModelRequestInFlightAtAKillIsSentAgainButNotLoggedTwice) {
   Fixture f;
   f.store->append({ev::kModelRequest, {{"turn", 1}}});  // the kill hit during the HTTP call
-  ScriptedPolicy policy([](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
+  ScriptedPolicy policy(
+      [](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
   Runner runner(*f.store, policy, f.tools, f.run_dir);
   runner.run();
   EXPECT_EQ(policy.calls, 1);
@@ -270,7 +281,8 @@ TEST(Runner, AnEvaluatorThatHangsIsKilledAtTheTimeoutAndTheRunGoesOn) {
     }
     return reply_with({call("f", "finish", R"({"summary": "ok"})")});
   });
-  // The tiny evaluator hangs on a line `hang`: write it straight into the workspace, as `run` could.
+  // The tiny evaluator hangs on a line `hang`: write it straight into the workspace, as `run`
+  // could.
   {
     std::ofstream out(f.run_dir / "workspace/solution.txt");
     out << "hang\n";

@@ -15,7 +15,9 @@ namespace fs = std::filesystem;
 using testing::ScriptedLlmServer;
 using testing::ScriptedResponse;
 
-inline json tc(const std::string& name, json args) { return {{"name", name}, {"arguments", std::move(args)}}; }
+inline json tc(const std::string& name, json args) {
+  return {{"name", name}, {"arguments", std::move(args)}};
+}
 
 inline std::string content_sha(const std::string& text) { return sha256_hex(text); }
 
@@ -41,9 +43,15 @@ inline ScriptedResponse tiny_script(size_t turn) {
       calls.push_back(write("value = 2\n"));
       text = "Start small.";
       break;
-    case 1: calls.push_back(evaluate("value 2")); break;
-    case 2: calls.push_back(write("value = 5\n")); break;
-    case 3: calls.push_back(evaluate("value 5")); break;
+    case 1:
+      calls.push_back(evaluate("value 2"));
+      break;
+    case 2:
+      calls.push_back(write("value = 5\n"));
+      break;
+    case 3:
+      calls.push_back(evaluate("value 5"));
+      break;
     case 4:
       calls.push_back(write("value = 3\n"));
       calls.push_back(evaluate("value 3"));
@@ -52,18 +60,29 @@ inline ScriptedResponse tiny_script(size_t turn) {
       calls.push_back(tc("note", {{"kind", "dead_end"}, {"text", "3 is worse than 5"}}));
       calls.push_back(tc("revert", {{"candidate", tiny_candidate("value = 5\n")}}));
       break;
-    case 6: calls.push_back(evaluate("back to 5")); break;
-    case 7: return openai_text("I believe this is as good as it gets.");
-    case 8: calls.push_back(tc("finish", {{"summary", "value 5 is the best"}})); break;
-    default: return openai_text("the script has ended");
+    case 6:
+      calls.push_back(evaluate("back to 5"));
+      break;
+    case 7:
+      return openai_text("I believe this is as good as it gets.");
+    case 8:
+      calls.push_back(tc("finish", {{"summary", "value 5 is the best"}}));
+      break;
+    default:
+      return openai_text("the script has ended");
   }
   return openai_tool_calls(calls, text);
 }
 constexpr size_t kTinyTurns = 9;
 
-inline std::vector<std::string> tiny_run_args(const fs::path& run_dir, const std::string& base_url) {
-  return {"run",     testing::tiny_task().string(), "--run-dir", run_dir.string(), "--policy", "llm",
-          "--model", "vllm:scripted",               "--base-url", base_url,        "--quiet"};
+inline std::vector<std::string> tiny_run_args(const fs::path& run_dir,
+                                              const std::string& base_url) {
+  return {"run",        testing::tiny_task().string(),
+          "--run-dir",  run_dir.string(),
+          "--policy",   "llm",
+          "--model",    "vllm:scripted",
+          "--base-url", base_url,
+          "--quiet"};
 }
 
 inline ScriptedLlmServer tiny_server() {
@@ -71,6 +90,5 @@ inline ScriptedLlmServer tiny_server() {
     return tiny_script(ScriptedLlmServer::assistant_turns(request));
   });
 }
-
 
 }  // namespace marathon

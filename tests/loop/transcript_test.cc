@@ -67,7 +67,8 @@ TEST(Transcript, ASummariserResponseIsNotAModelTurn) {
   Transcript t;
   t.apply(event(1, ev::kModelResponse,
                 response({{{"id", "a"}, {"name", "note"}, {"arguments", "{}"}}})));
-  t.apply(event(2, ev::kModelResponse, {{"purpose", "compaction"}, {"message", {{"content", "sum"}}}}));
+  t.apply(
+      event(2, ev::kModelResponse, {{"purpose", "compaction"}, {"message", {{"content", "sum"}}}}));
   EXPECT_EQ(t.unfinished_calls().size(), 1u) << "the turn's calls are still to run";
 }
 
@@ -76,7 +77,9 @@ TEST(NormaliseAssistantMessage, MissingAndRepeatedIdsBecomeUniqueAndDeterministi
             {"content", nullptr},
             {"tool_calls",
              {{{"type", "function"}, {"function", {{"name", "note"}, {"arguments", "{}"}}}},
-              {{"id", "x"}, {"type", "function"}, {"function", {{"name", "note"}, {"arguments", {{"a", 1}}}}}},
+              {{"id", "x"},
+               {"type", "function"},
+               {"function", {{"name", "note"}, {"arguments", {{"a", 1}}}}}},
               {{"id", "x"}, {"name", "finish"}, {"arguments", "{}"}}}}};
   json n = normalise_assistant_message(m, 7);
   EXPECT_EQ(n["content"], "");
