@@ -86,6 +86,14 @@ def main(argv=None) -> int:
         print(json.dumps(profile(task, cand, shape=args.shape)))
         return 0
 
+    if os.environ.get("MARATHON_PROFILE") == "1":
+        # The runner's `profile` tool runs the task's evaluator command with MARATHON_PROFILE=1: answer
+        # with the profile, in the evaluator's result schema (never counted as an evaluation).
+        from .profile import profile
+
+        print(json.dumps(profile_as_result(profile(task, cand))))
+        return 0
+
     from .runner import evaluate
 
     seed = args.seed
@@ -103,3 +111,19 @@ def main(argv=None) -> int:
     )
     print(json.dumps(res))
     return 0
+
+
+def profile_as_result(prof: dict) -> dict:
+    """A profile in the evaluator's result schema (docs/evaluation.md): no verdict, no score."""
+    return {
+        "schema_version": 1,
+        "task": prof.get("task"),
+        "correct": False,
+        "score": None,
+        "metrics": {},
+        "details": [],
+        "violations": [],
+        "profile": prof.get("lines", []),
+        "profile_ok": bool(prof.get("ok")),
+        "log": "profile (not an evaluation): " + prof.get("log", ""),
+    }

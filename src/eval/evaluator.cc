@@ -209,6 +209,7 @@ EvalOutcome run_evaluator(const TaskSpec& task, const fs::path& candidate_dir_in
   spec.env = {{"MARATHON_CANDIDATE_DIR", candidate_dir.string()},
               {"MARATHON_TASK_DIR", task.dir.string()},
               {"MARATHON_PYTHON", python}};
+  for (const auto& [k, v] : options.env) spec.env[k] = v;
   if (options.seed) spec.env["MARATHON_EVAL_SEED"] = std::to_string(*options.seed);
   spec.timeout_s = options.timeout_s.value_or(task.evaluator.timeout_s);
   spec.stdout_cap = options.stdout_cap;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -36,6 +37,8 @@ struct EvalOptions {
   std::optional<double> timeout_s;  // overrides the task's timeout_s
   size_t stdout_cap = 1 << 20;
   size_t stderr_cap = 64 << 10;
+  std::map<std::string, std::string>
+      env;  // extra variables for the evaluator (e.g. MARATHON_PROFILE)
 };
 
 // The interpreter evaluators get: env MARATHON_PYTHON, else "python3".

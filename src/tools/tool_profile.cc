@@ -11,27 +11,6 @@
 namespace marathon {
 namespace {
 
-// Sets an environment variable for the lifetime of the object (the runner is single-threaded;
-// run_evaluator passes the environment on to the evaluator).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_.empty()) {
-      unsetenv(name_);
-    } else {
-      setenv(name_, old_.c_str(), 1);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-};
-
 class ProfileTool : public Tool {
  public:
   std::string name() const override { return "profile"; }
@@ -57,8 +36,9 @@ class ProfileTool : public Tool {
           task.name);
       return r;
     }
-    ScopedEnv env("MARATHON_PROFILE", "1");
-    eval::EvalOutcome o = eval::run_evaluator(task, ctx.workspace);
+    eval::EvalOptions eo;
+    eo.env["MARATHON_PROFILE"] = "1";
+    eval::EvalOutcome o = eval::run_evaluator(task, ctx.workspace, eo);
     const json& res = o.result;
     r.ok = o.status == eval::EvalStatus::kOk;
     r.gpu_s = task.needs_gpu ? o.elapsed_s : 0.0;

@@ -43,3 +43,27 @@ def test_empty_ncu_output_gives_no_rows():
 def test_floor_is_bound_by_bytes_or_flops_whichever_is_slower():
     assert abs(floor_ms({"bytes": 4e9, "flops": 0}, CEIL) - 1.0) < 1e-9
     assert abs(floor_ms({"bytes": 4e6, "flops": 7e12}, CEIL) - 10.0) < 1e-9
+
+
+def test_evaluator_command_answers_a_profile_request_in_the_result_schema(tmp_path):
+    # The runner's `profile` tool runs the task's evaluator command with MARATHON_PROFILE=1.
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, MARATHON_PROFILE="1", CUDA_VISIBLE_DEVICES="")  # no GPU: a clear refusal
+    p = subprocess.run(
+        [sys.executable, str(repo / "harness" / "__main__.py"), "eval", "--task-dir", str(repo / "tasks" / "mla")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["schema_version"] == 1 and r["score"] is None and r["correct"] is False
+    assert r["profile_ok"] is False and isinstance(r["profile"], list)
+    assert "not an evaluation" in r["log"] and "needs a GPU" in r["log"]
