@@ -32,6 +32,7 @@ import os
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 LOG2E = 1.4426950408889634
 
@@ -39,28 +40,32 @@ LOG2E = 1.4426950408889634
 DECODE_CONFIG = {
     "BLOCK_M": 64,
     "BLOCK_N": 64,
-    "num_warps": 8,
+    "BLOCK_DV": 256,
+    "num_warps": 4,
     "num_stages": 2,
     "num_splits": 0,
-    "swap_qk": False,
     "partial_bf16": True,
+    "fused_merge": True,
+    "cooperative": True,
+    "tma": False,
     "merge_block_dv": 64,
-    "lazy_rescale": False,
 }
 PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2}
 NUM_SMS_FALLBACK = 132
 
 KNOBS = {
     "decode": {
-        "BLOCK_M": [16, 32, 64],
-        "BLOCK_N": [16, 32, 64],
+        "BLOCK_M": [64],
+        "BLOCK_N": [32, 64, 128],
+        "BLOCK_DV": [128, 256, 512],
         "num_warps": [4, 8],
         "num_stages": [1, 2, 3],
-        "num_splits": [0, 16, 32, 64, 128],
-        "swap_qk": [False, True],
+        "num_splits": [0, 16, 32, 64],
         "partial_bf16": [False, True],
+        "fused_merge": [False, True],
+        "cooperative": [False, True],
+        "tma": [False, "kv", True],
         "merge_block_dv": [32, 64, 128],
-        "lazy_rescale": [False, True],
     },
     "prefill": {
         "BLOCK_M": [64, 128],
@@ -83,17 +88,74 @@ def _dot(a, b, acc, F32_DOT: tl.constexpr):
 
 
 @triton.jit
-def _decode_split_kernel(
+def _grid_barrier(SYNC, num_programs):
+    """All programs of the grid wait here until every one has arrived (they must be co-resident:
+    one wave, launched cooperatively). SYNC[0] counts arrivals and is reset by the last one, which
+    then bumps the generation SYNC[1] that the others spin on; so the state is clean for the next call.
+    Release/acquire at GPU scope orders the partials written before it with the reads after it."""
+    tl.debug_barrier()
+    gen = tl.atomic_add(SYNC + 1, 0, sem="relaxed")
+    arrived = tl.atomic_add(SYNC, 1, sem="acq_rel")
+    if arrived == num_programs - 1:
+        tl.atomic_xchg(SYNC, 0, sem="relaxed")
+        tl.atomic_add(SYNC + 1, 1, sem="release")
+    else:
+        cur = gen
+        while cur == gen:
+            cur = tl.atomic_add(SYNC + 1, 0, sem="acquire")
+    tl.debug_barrier()
+
+
+@triton.jit
+def _merge_row(
+    PO,
+    LSE,
+    O,
+    b,
+    row,
+    col0,
+    num_splits,
+    stride_pb,
+    stride_pm,
+    stride_ps,
+    stride_lb,
+    stride_lm,
+    stride_ob,
+    stride_om,
+    BLOCK_S: tl.constexpr,
+    BLOCK_DV: tl.constexpr,
+):
+    """o[b, row, col0:col0+BLOCK_DV] = sum_s w_s po_s with w_s = 2^(lse_s - max) / sum (L1 bypassed:
+    the partials were written by other programs of the same launch when the merge is fused)."""
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = col0 + tl.arange(0, BLOCK_DV)
+    s_ok = offs_s < num_splits
+    lse = tl.load(LSE + b * stride_lb + row * stride_lm + offs_s, mask=s_ok, other=float("-inf"), cache_modifier=".cg")
+    mx = tl.max(lse, 0)  # finite: split 0 always sees kv index 0
+    w = tl.exp2(lse - mx)
+    w = w / tl.sum(w, 0)
+    po_ptr = PO + b * stride_pb + row * stride_pm + offs_s[:, None] * stride_ps + offs_d[None, :]
+    po = tl.load(po_ptr, mask=s_ok[:, None], other=0.0, cache_modifier=".cg").to(tl.float32)
+    o = tl.sum(po * w[:, None], 0)
+    tl.store(O + b * stride_ob + row * stride_om + offs_d, o.to(O.dtype.element_ty))
+
+
+@triton.jit
+def _decode_kernel(
     Q,
     KV,
     PO,
     LSE,
+    O,
+    SYNC,
     scale_log2,
     M,
     Skv,
     Sq,
     H,
     split_len,
+    num_splits,
+    num_programs,
     stride_qb,
     stride_qm,
     stride_kb,
@@ -103,28 +165,61 @@ def _decode_split_kernel(
     stride_ps,
     stride_lb,
     stride_lm,
+    stride_ob,
+    stride_om,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    BLOCK_DV: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+    MERGE_DV: tl.constexpr,
     DV: tl.constexpr,
     D_PE: tl.constexpr,
-    SWAP_QK: tl.constexpr,
-    LAZY_RESCALE: tl.constexpr,
+    MODE: tl.constexpr,
+    TMA: tl.constexpr,
     F32_DOT: tl.constexpr,
 ):
-    pid_m = tl.program_id(0)
-    pid_s = tl.program_id(1)
+    """Program (split * NCH + column chunk, row block, batch). MODE 0: one split, o written directly;
+    1: normalised partial + log-sum-exp (a merge kernel follows); 2: the same, then a grid barrier, and
+    the same launch merges: the row block's programs share out its (row, MERGE_DV columns) items."""
+    NCH: tl.constexpr = DV // BLOCK_DV
+    HALF: tl.constexpr = DV // 2
+    pid = tl.program_id(0)
+    h = pid % NCH
+    pid_s = pid // NCH
+    pid_m = tl.program_id(1)
     b = tl.program_id(2)
 
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
     # last kv index row r may see (causal at the end of the cache)
     limit = Skv - Sq + rows // H
-    offs_v = tl.arange(0, DV)
+    # The program's output columns (own) are also the first slice of the score product; the other
+    # latent columns follow as the partner chunk (NCH 4) and the far half (NCH >= 2): every slice a
+    # power of two, and the V operand is the own slice of the kv tile, already in shared memory.
+    offs_own = h * BLOCK_DV + tl.arange(0, BLOCK_DV)
+    offs_mate = (h ^ 1) * BLOCK_DV + tl.arange(0, BLOCK_DV)
     offs_pe = DV + tl.arange(0, D_PE)
 
-    q_base = Q + b * stride_qb + rows[:, None] * stride_qm
-    q_nope = tl.load(q_base + offs_v[None, :], mask=row_ok[:, None], other=0.0)
-    q_pe = tl.load(q_base + offs_pe[None, :], mask=row_ok[:, None], other=0.0)
+    if NCH >= 2:
+        far0 = (1 - h // (NCH // 2)) * HALF
+        offs_far = far0 + tl.arange(0, HALF)
+    if TMA == 2:
+        # descriptors over q [B * M, D] and kv [B * Skv, D]: (own width, far half, rope) each
+        q_row = b * M + pid_m * BLOCK_M
+        q_own = Q[0].load([q_row, h * BLOCK_DV])
+        q_pe = Q[2].load([q_row, DV])
+        if NCH == 4:
+            q_mate = Q[0].load([q_row, (h ^ 1) * BLOCK_DV])
+        if NCH >= 2:
+            q_far = Q[1].load([q_row, far0])
+    else:
+        q_base = Q + b * stride_qb + rows[:, None] * stride_qm
+        q_own = tl.load(q_base + offs_own[None, :], mask=row_ok[:, None], other=0.0)
+        q_pe = tl.load(q_base + offs_pe[None, :], mask=row_ok[:, None], other=0.0)
+        if NCH == 4:
+            q_mate = tl.load(q_base + offs_mate[None, :], mask=row_ok[:, None], other=0.0)
+        if NCH >= 2:
+            q_far = tl.load(q_base + offs_far[None, :], mask=row_ok[:, None], other=0.0)
 
     start = pid_s * split_len
     # the block's last row sees the most; nothing in this split past that is needed
@@ -133,56 +228,84 @@ def _decode_split_kernel(
 
     m_i = tl.full([BLOCK_M], -1.0e30, dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, DV], dtype=tl.float32)
-    kv_base = KV + b * stride_kb
+    acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
     for n0 in range(start, end, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
         col_ok = cols < end
-        k_ptr = kv_base + cols[:, None] * stride_kn
-        kv_nope = tl.load(k_ptr + offs_v[None, :], mask=col_ok[:, None], other=0.0)
-        kv_pe = tl.load(k_ptr + offs_pe[None, :], mask=col_ok[:, None], other=0.0)
-        if SWAP_QK:
-            # scores transposed, kv rows as the M side of the product: with BLOCK_N = 64 rows per
-            # warpgroup no warpgroup repeats another's work and q is read once per k-step
-            st = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
-            st = _dot(kv_nope, tl.trans(q_nope), st, F32_DOT)
-            st = _dot(kv_pe, tl.trans(q_pe), st, F32_DOT)
-            s = tl.trans(st)
+        if TMA >= 1:
+            # rows past this batch's cache are another batch's (or zeros): finite, masked below
+            kv_row = b * Skv + n0
+            kv_own = KV[0].load([kv_row, h * BLOCK_DV])
+            kv_pe = KV[2].load([kv_row, DV])
+            if NCH == 4:
+                kv_mate = KV[0].load([kv_row, (h ^ 1) * BLOCK_DV])
+            if NCH >= 2:
+                kv_far = KV[1].load([kv_row, far0])
         else:
-            s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-            s = _dot(q_nope, tl.trans(kv_nope), s, F32_DOT)
-            s = _dot(q_pe, tl.trans(kv_pe), s, F32_DOT)
+            k_ptr = KV + b * stride_kb + cols[:, None] * stride_kn
+            kv_own = tl.load(k_ptr + offs_own[None, :], mask=col_ok[:, None], other=0.0)
+            kv_pe = tl.load(k_ptr + offs_pe[None, :], mask=col_ok[:, None], other=0.0)
+            if NCH == 4:
+                kv_mate = tl.load(k_ptr + offs_mate[None, :], mask=col_ok[:, None], other=0.0)
+            if NCH >= 2:
+                kv_far = tl.load(k_ptr + offs_far[None, :], mask=col_ok[:, None], other=0.0)
+        s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        s = _dot(q_own, tl.trans(kv_own), s, F32_DOT)
+        if NCH == 4:
+            s = _dot(q_mate, tl.trans(kv_mate), s, F32_DOT)
+        if NCH >= 2:
+            s = _dot(q_far, tl.trans(kv_far), s, F32_DOT)
+        s = _dot(q_pe, tl.trans(kv_pe), s, F32_DOT)
         s = s * scale_log2
         visible = col_ok[None, :] & (cols[None, :] <= limit[:, None])
         s = tl.where(visible, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
-        if LAZY_RESCALE:
-            # keep a stale running max until some row's grows by more than 2^8: p stays <= 256,
-            # and most tiles skip the rescale of the whole accumulator
-            if tl.max(m_new - m_i, 0) > 8.0:
-                alpha = tl.exp2(m_i - m_new)
-                acc = acc * alpha[:, None]
-                l_i = l_i * alpha
-                m_i = m_new
-            p = tl.exp2(s - m_i[:, None])
-            l_i = l_i + tl.sum(p, 1)
-        else:
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(s - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, 1)
-            acc = acc * alpha[:, None]
-            m_i = m_new
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        m_i = m_new
         # the same kv rows, already on chip, are the values
-        acc = _dot(p.to(kv_nope.dtype), kv_nope, acc, F32_DOT)
+        acc = _dot(p.to(kv_own.dtype), kv_own, acc, F32_DOT)
 
     empty = l_i == 0.0
     l_safe = tl.where(empty, 1.0, l_i)
     # one reciprocal per row, not a precise division per element (about 500 instructions a warp)
     out = acc * (1.0 / l_safe)[:, None]
-    lse = tl.where(empty, float("-inf"), m_i + tl.log2(l_safe))
-    po_ptr = PO + b * stride_pb + rows[:, None] * stride_pm + pid_s * stride_ps + offs_v[None, :]
-    tl.store(po_ptr, out.to(PO.dtype.element_ty), mask=row_ok[:, None])
-    tl.store(LSE + b * stride_lb + rows * stride_lm + pid_s, lse, mask=row_ok)
+    if MODE == 0:
+        o_ptr = O + b * stride_ob + rows[:, None] * stride_om + offs_own[None, :]
+        tl.store(o_ptr, out.to(O.dtype.element_ty), mask=row_ok[:, None])
+    else:
+        lse = tl.where(empty, float("-inf"), m_i + tl.log2(l_safe))
+        po_ptr = PO + b * stride_pb + rows[:, None] * stride_pm + pid_s * stride_ps + offs_own[None, :]
+        tl.store(po_ptr, out.to(PO.dtype.element_ty), mask=row_ok[:, None])
+        # every column chunk of a split has the same log-sum-exp: one writes it
+        tl.store(LSE + b * stride_lb + rows * stride_lm + pid_s, lse, mask=row_ok & (h == 0))
+        if MODE == 2:
+            _grid_barrier(SYNC, num_programs)
+            # the row block's (row, MERGE_DV columns) items, dealt out over its NCH * S programs
+            NCOL: tl.constexpr = DV // MERGE_DV
+            for it in range(pid, BLOCK_M * NCOL, NCH * num_splits):
+                row = pid_m * BLOCK_M + it // NCOL
+                if row < M:
+                    _merge_row(
+                        PO,
+                        LSE,
+                        O,
+                        b,
+                        row,
+                        (it % NCOL) * MERGE_DV,
+                        num_splits,
+                        stride_pb,
+                        stride_pm,
+                        stride_ps,
+                        stride_lb,
+                        stride_lm,
+                        stride_ob,
+                        stride_om,
+                        BLOCK_S,
+                        MERGE_DV,
+                    )
 
 
 @triton.jit
@@ -201,20 +324,24 @@ def _decode_merge_kernel(
     BLOCK_S: tl.constexpr,
     BLOCK_DV: tl.constexpr,
 ):
-    row = tl.program_id(0)
-    pid_d = tl.program_id(1)
-    b = tl.program_id(2)
-    offs_s = tl.arange(0, BLOCK_S)
-    offs_d = pid_d * BLOCK_DV + tl.arange(0, BLOCK_DV)
-    s_ok = offs_s < num_splits
-    lse = tl.load(LSE + b * stride_lb + row * stride_lm + offs_s, mask=s_ok, other=float("-inf"))
-    mx = tl.max(lse, 0)  # finite: split 0 always sees kv index 0
-    w = tl.exp2(lse - mx)
-    w = w / tl.sum(w, 0)
-    po_ptr = PO + b * stride_pb + row * stride_pm + offs_s[:, None] * stride_ps + offs_d[None, :]
-    po = tl.load(po_ptr, mask=s_ok[:, None], other=0.0).to(tl.float32)
-    o = tl.sum(po * w[:, None], 0)
-    tl.store(O + b * stride_ob + row * stride_om + offs_d, o.to(O.dtype.element_ty))
+    _merge_row(
+        PO,
+        LSE,
+        O,
+        tl.program_id(2),
+        tl.program_id(0),
+        tl.program_id(1) * BLOCK_DV,
+        num_splits,
+        stride_pb,
+        stride_pm,
+        stride_ps,
+        stride_lb,
+        stride_lm,
+        stride_ob,
+        stride_om,
+        BLOCK_S,
+        BLOCK_DV,
+    )
 
 
 @triton.jit
@@ -346,12 +473,29 @@ def _num_sms(device: torch.device) -> int:
     return NUM_SMS_FALLBACK
 
 
-def decode_splits(B: int, m_blocks: int, Skv: int, block_n: int, num_sms: int) -> int:
-    """Splits per (batch, row block). Measured on the H200 (B1 H64 Skv8192): one program per SM at
-    Sq 1 and 2 (128 and 2 x 64 programs), two waves at Sq 4 (4 x 64), each split a whole number of
-    kv tiles: so the SM count is divided by at most two row blocks."""
-    per = max(1, num_sms // max(1, B * min(m_blocks, 2)))
+def _pow2_floor(x: int) -> int:
+    return 1 << (x.bit_length() - 1)
+
+
+def decode_splits(per_split: int, Skv: int, block_n: int, num_sms: int) -> int:
+    """Splits of the cache per (batch, row block, column chunk): one wave, one program per SM
+    (per_split programs share a split); each split a whole number of kv tiles."""
+    per = max(1, num_sms // max(1, per_split))
     return max(1, min(per, triton.cdiv(Skv, block_n)))
+
+
+_SYNC: dict = {}
+
+
+def _sync_buffer(device: torch.device):
+    """The grid barrier's two counters for this device (zeroed once; the kernel leaves them clean).
+    None while a CUDA graph is being captured and none exists yet (the caller then merges separately)."""
+    key = (device.type, device.index)
+    if key not in _SYNC:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            return None
+        _SYNC[key] = torch.zeros(2, device=device, dtype=torch.int32)
+    return _SYNC[key]
 
 
 def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = None):
@@ -361,28 +505,64 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
     kv = kv.contiguous()
     M = Sq * H
     BLOCK_M, BLOCK_N = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    block_dv = min(cfg["BLOCK_DV"], dv)
+    nch = dv // block_dv
+    if nch not in (1, 2, 4):
+        raise ValueError(f"mla_decode: BLOCK_DV={block_dv} must be dv, dv/2 or dv/4 (dv={dv})")
     m_blocks = triton.cdiv(M, BLOCK_M)
-    S = cfg["num_splits"] or decode_splits(B, m_blocks, Skv, BLOCK_N, _num_sms(q.device))
+    num_sms = _num_sms(q.device)
+    per_split = B * m_blocks * nch
+    S = cfg["num_splits"] or decode_splits(per_split, Skv, BLOCK_N, num_sms)
     # every split but the last holds a whole number of kv tiles
     split_len = triton.cdiv(triton.cdiv(Skv, S), BLOCK_N) * BLOCK_N
     S = triton.cdiv(Skv, split_len)
-    po_dtype = torch.bfloat16 if cfg["partial_bf16"] else torch.float32
-    po = torch.empty((B, M, S, dv), device=q.device, dtype=po_dtype)
-    lse = torch.empty((B, M, S), device=q.device, dtype=torch.float32)
+    num_programs = per_split * S
     o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
     q2 = q.view(B, M, dv + d_pe)
     o2 = o.view(B, M, dv)
-    _decode_split_kernel[(m_blocks, S, B)](
-        q2,
-        kv,
+    if S == 1:
+        mode, po, lse, sync = 0, o2.view(B, M, 1, dv), o2.new_empty((B, M, 1), dtype=torch.float32), o2
+    else:
+        po_dtype = torch.bfloat16 if cfg["partial_bf16"] else torch.float32
+        po = torch.empty((B, M, S, dv), device=q.device, dtype=po_dtype)
+        lse = torch.empty((B, M, S), device=q.device, dtype=torch.float32)
+        # the merge runs in the same launch when every program is resident at once (one per SM)
+        sync = None
+        if cfg["fused_merge"] and num_programs <= num_sms and not _interpreting():
+            sync = _sync_buffer(q.device)
+        mode = 2 if sync is not None else 1
+        if sync is None:
+            sync = lse
+    block_s = max(2, triton.next_power_of_2(S))
+    # fused merge: about one (row, columns) item per program, at most 16K partial values per item
+    per_block = nch * S
+    merge_dv = max(32, min(dv, 16384 // block_s, _pow2_floor(max(1, BLOCK_M * dv // per_block))))
+    extra = {"launch_cooperative_grid": True} if mode == 2 and cfg["cooperative"] else {}
+    # tma: False (pointer loads), "kv" (kv tiles through TMA descriptors), True (q and kv)
+    tma = {False: 0, "kv": 1, True: 2}[cfg["tma"]]
+    qa, kva = q2, kv
+    if tma:
+        if block_dv > 256 or not q.is_cuda:
+            raise ValueError(f"mla_decode: tma needs a GPU and BLOCK_DV <= 256 (got {block_dv})")
+        widths = (block_dv, dv // 2, d_pe)
+        kva = tuple(TensorDescriptor.from_tensor(kv.view(B * Skv, dv + d_pe), [BLOCK_N, w]) for w in widths)
+        if tma == 2:
+            qa = tuple(TensorDescriptor.from_tensor(q2.view(B * M, dv + d_pe), [BLOCK_M, w]) for w in widths)
+    _decode_kernel[(nch * S, m_blocks, B)](
+        qa,
+        kva,
         po,
         lse,
+        o2,
+        sync,
         scale * LOG2E,
         M,
         Skv,
         Sq,
         H,
         split_len,
+        S,
+        num_programs,
         q2.stride(0),
         q2.stride(1),
         kv.stride(0),
@@ -392,33 +572,40 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
         po.stride(2),
         lse.stride(0),
         lse.stride(1),
+        o2.stride(0),
+        o2.stride(1),
         BLOCK_M=BLOCK_M,
         BLOCK_N=BLOCK_N,
+        BLOCK_DV=block_dv,
+        BLOCK_S=block_s,
+        MERGE_DV=merge_dv,
         DV=dv,
         D_PE=d_pe,
-        SWAP_QK=cfg["swap_qk"],
-        LAZY_RESCALE=cfg["lazy_rescale"],
+        MODE=mode,
+        TMA=tma,
         F32_DOT=_interpreting(),
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
+        **extra,
     )
-    block_dv = min(cfg["merge_block_dv"], dv)
-    _decode_merge_kernel[(M, dv // block_dv, B)](
-        po,
-        lse,
-        o2,
-        S,
-        po.stride(0),
-        po.stride(1),
-        po.stride(2),
-        lse.stride(0),
-        lse.stride(1),
-        o2.stride(0),
-        o2.stride(1),
-        BLOCK_S=max(2, triton.next_power_of_2(S)),
-        BLOCK_DV=block_dv,
-        num_warps=4,
-    )
+    if mode == 1:
+        mdv = min(cfg["merge_block_dv"], dv)
+        _decode_merge_kernel[(M, dv // mdv, B)](
+            po,
+            lse,
+            o2,
+            S,
+            po.stride(0),
+            po.stride(1),
+            po.stride(2),
+            lse.stride(0),
+            lse.stride(1),
+            o2.stride(0),
+            o2.stride(1),
+            BLOCK_S=block_s,
+            BLOCK_DV=mdv,
+            num_warps=4,
+        )
     return o
 
 

@@ -51,14 +51,17 @@ def _check(out, ref, what):
 
 
 # (B, Sq, H, Skv, config): Skv never a multiple of BLOCK_N; several splits, a last split shorter than
-# Sq (fully masked rows in a split), row blocks that straddle query positions, B > 1.
+# Sq (fully masked rows in a split), row blocks that straddle query positions, B > 1; the output
+# columns whole (BLOCK_DV 512), in halves and in quarters (each program recomputing the scores from
+# its own slice first, then the others); one split (o written directly, no merge).
 DECODE_CASES = [
-    (1, 1, 4, 37, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 3}),
-    (2, 1, 8, 45, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 2}),
-    (2, 2, 4, 50, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 4}),
-    (1, 4, 4, 70, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 5}),
-    (1, 4, 8, 49, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 3}),
-    (2, 4, 2, 19, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 2}),
+    (1, 1, 4, 37, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 512, "num_splits": 3}),
+    (2, 1, 8, 45, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 256, "num_splits": 2}),
+    (2, 2, 4, 50, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 128, "num_splits": 4}),
+    (1, 4, 4, 70, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 256, "num_splits": 5}),
+    (1, 4, 8, 49, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 512, "num_splits": 3}),
+    (2, 4, 2, 19, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 128, "num_splits": 2}),
+    (2, 2, 4, 40, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 256, "num_splits": 1}),
 ]
 
 
@@ -88,15 +91,21 @@ def test_decode_is_not_the_uncausal_answer():
     assert R.rms_rel_err(out.cpu(), uncausal) > 10 * TOL, "decode ignored the causal mask"
 
 
-@pytest.mark.parametrize("swap_qk", [False, True])
-def test_decode_lazy_rescale_survives_a_growing_maximum(swap_qk):
-    # later cache rows score far higher than early ones, so the stale maximum must be refreshed
+@pytest.mark.parametrize("block_dv", [512, 128])
+def test_decode_survives_a_growing_maximum(block_dv):
+    # later cache rows score far higher than early ones: the running maximum must be refreshed
     q, kv = _inputs(2, 2, 4, 61, seed=21)
     kv[:, 30:40] *= 4
     kv[:, 50:] *= 8
-    cfg = {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 2, "lazy_rescale": True, "swap_qk": swap_qk}
+    cfg = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": block_dv, "num_splits": 2}
     out = K.decode_with_config(q, kv, 0.3, DV, cfg)
-    _check(out, R.mla_reference(q.cpu(), kv.cpu(), 0.3, DV), f"decode lazy rescale {cfg}")
+    _check(out, R.mla_reference(q.cpu(), kv.cpu(), 0.3, DV), f"decode growing maximum {cfg}")
+
+
+def test_decode_refuses_a_column_tiling_it_cannot_do():
+    q, kv = _inputs(1, 1, 2, 8, seed=1)
+    with pytest.raises(ValueError, match="BLOCK_DV"):
+        K.decode_with_config(q, kv, 0.1, DV, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 64})
 
 
 @pytest.mark.parametrize("scale", SCALES)
