@@ -144,6 +144,12 @@ def _merge_row(
 def _decode_kernel(
     Q,
     KV,
+    QD_OWN,
+    QD_FAR,
+    QD_PE,
+    KD_OWN,
+    KD_FAR,
+    KD_PE,
     PO,
     LSE,
     O,
@@ -204,14 +210,14 @@ def _decode_kernel(
         far0 = (1 - h // (NCH // 2)) * HALF
         offs_far = far0 + tl.arange(0, HALF)
     if TMA == 2:
-        # descriptors over q [B * M, D] and kv [B * Skv, D]: (own width, far half, rope) each
+        # descriptors over q [B * M, D] and kv [B * Skv, D]: own width, far half, rope
         q_row = b * M + pid_m * BLOCK_M
-        q_own = Q[0].load([q_row, h * BLOCK_DV])
-        q_pe = Q[2].load([q_row, DV])
+        q_own = QD_OWN.load([q_row, h * BLOCK_DV])
+        q_pe = QD_PE.load([q_row, DV])
         if NCH == 4:
-            q_mate = Q[0].load([q_row, (h ^ 1) * BLOCK_DV])
+            q_mate = QD_OWN.load([q_row, (h ^ 1) * BLOCK_DV])
         if NCH >= 2:
-            q_far = Q[1].load([q_row, far0])
+            q_far = QD_FAR.load([q_row, far0])
     else:
         q_base = Q + b * stride_qb + rows[:, None] * stride_qm
         q_own = tl.load(q_base + offs_own[None, :], mask=row_ok[:, None], other=0.0)
@@ -235,12 +241,12 @@ def _decode_kernel(
         if TMA >= 1:
             # rows past this batch's cache are another batch's (or zeros): finite, masked below
             kv_row = b * Skv + n0
-            kv_own = KV[0].load([kv_row, h * BLOCK_DV])
-            kv_pe = KV[2].load([kv_row, DV])
+            kv_own = KD_OWN.load([kv_row, h * BLOCK_DV])
+            kv_pe = KD_PE.load([kv_row, DV])
             if NCH == 4:
-                kv_mate = KV[0].load([kv_row, (h ^ 1) * BLOCK_DV])
+                kv_mate = KD_OWN.load([kv_row, (h ^ 1) * BLOCK_DV])
             if NCH >= 2:
-                kv_far = KV[1].load([kv_row, far0])
+                kv_far = KD_FAR.load([kv_row, far0])
         else:
             k_ptr = KV + b * stride_kb + cols[:, None] * stride_kn
             kv_own = tl.load(k_ptr + offs_own[None, :], mask=col_ok[:, None], other=0.0)
@@ -540,17 +546,20 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
     extra = {"launch_cooperative_grid": True} if mode == 2 and cfg["cooperative"] else {}
     # tma: False (pointer loads), "kv" (kv tiles through TMA descriptors), True (q and kv)
     tma = {False: 0, "kv": 1, True: 2}[cfg["tma"]]
-    qa, kva = q2, kv
+    # (the descriptor arguments are plain tensors, unused, where the mode does not need them)
+    qd, kd = (q2,) * 3, (kv,) * 3
     if tma:
         if block_dv > 256 or not q.is_cuda:
             raise ValueError(f"mla_decode: tma needs a GPU and BLOCK_DV <= 256 (got {block_dv})")
         widths = (block_dv, dv // 2, d_pe)
-        kva = tuple(TensorDescriptor.from_tensor(kv.view(B * Skv, dv + d_pe), [BLOCK_N, w]) for w in widths)
+        kd = tuple(TensorDescriptor.from_tensor(kv.view(B * Skv, dv + d_pe), [BLOCK_N, w]) for w in widths)
         if tma == 2:
-            qa = tuple(TensorDescriptor.from_tensor(q2.view(B * M, dv + d_pe), [BLOCK_M, w]) for w in widths)
+            qd = tuple(TensorDescriptor.from_tensor(q2.view(B * M, dv + d_pe), [BLOCK_M, w]) for w in widths)
     _decode_kernel[(nch * S, m_blocks, B)](
-        qa,
-        kva,
+        q2,
+        kv,
+        *qd,
+        *kd,
         po,
         lse,
         o2,
