@@ -39,20 +39,15 @@ DECODE_CONFIGS = [
     {"BLOCK_DV": 512, "num_warps": 8, "fused_merge": False},  # the first design: two launches
     {"BLOCK_DV": 512, "num_warps": 8},
     {"BLOCK_DV": 256, "num_warps": 4, "fused_merge": False},
-    {"BLOCK_DV": 256, "num_warps": 4, "cooperative": False},
     {"BLOCK_DV": 256, "num_warps": 4, "tma": True},
     {"BLOCK_DV": 256, "num_warps": 4, "tma": "kv"},
     {"BLOCK_DV": 256, "num_warps": 4, "tma": True, "fused_merge": False},
     {"BLOCK_DV": 256, "num_warps": 4, "BLOCK_N": 32, "num_stages": 3, "tma": True},
-    {"BLOCK_DV": 256, "num_warps": 4, "BLOCK_N": 32, "num_stages": 3},
     {"BLOCK_DV": 128, "num_warps": 4, "tma": True},
-    {"BLOCK_DV": 128, "num_warps": 4},
     {"BLOCK_DV": 256, "num_warps": 8, "tma": True},
-    {"BLOCK_DV": 256, "num_warps": 8},
     {"BLOCK_DV": 256, "num_warps": 4, "tma": True, "num_splits": 32},
     {"BLOCK_DV": 256, "num_warps": 4, "BLOCK_N": 128, "num_stages": 1, "tma": True},
     {"BLOCK_DV": 256, "num_warps": 4, "BLOCK_N": 32, "num_stages": 3, "tma": "kv"},
-    {"BLOCK_DV": 512, "num_warps": 8, "BLOCK_N": 32},
     {"BLOCK_DV": 512, "num_warps": 8, "num_splits": 64},
 ]
 PREFILL_CONFIGS = [
