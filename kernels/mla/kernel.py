@@ -39,15 +39,15 @@ LOG2E = 1.4426950408889634
 # Tunable knobs. num_splits = 0 means "choose from the SM count".
 DECODE_CONFIG = {
     "BLOCK_M": 64,
-    "BLOCK_N": 64,
+    "BLOCK_N": 32,
     "BLOCK_DV": 256,
     "num_warps": 4,
-    "num_stages": 2,
+    "num_stages": 3,
     "num_splits": 0,
     "partial_bf16": True,
     "fused_merge": True,
     "cooperative": True,
-    "tma": False,
+    "tma": "kv",
     "merge_block_dv": 64,
 }
 PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2}
@@ -544,13 +544,16 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
     per_block = nch * S
     merge_dv = max(32, min(dv, 16384 // block_s, _pow2_floor(max(1, BLOCK_M * dv // per_block))))
     extra = {"launch_cooperative_grid": True} if mode == 2 and cfg["cooperative"] else {}
-    # tma: False (pointer loads), "kv" (kv tiles through TMA descriptors), True (q and kv)
+    # tma: False (pointer loads), "kv" (kv tiles through TMA descriptors), True (q and kv); a GPU
+    # feature: the interpreter, and tensors not 16-byte aligned, take the pointer loads
     tma = {False: 0, "kv": 1, True: 2}[cfg["tma"]]
+    if tma and block_dv > 256:
+        raise ValueError(f"mla_decode: tma needs BLOCK_DV <= 256 (a TMA box is at most 256 wide), got {block_dv}")
+    if not q.is_cuda or _interpreting() or q2.data_ptr() % 16 or kv.data_ptr() % 16:
+        tma = 0
     # (the descriptor arguments are plain tensors, unused, where the mode does not need them)
     qd, kd = (q2,) * 3, (kv,) * 3
     if tma:
-        if block_dv > 256 or not q.is_cuda:
-            raise ValueError(f"mla_decode: tma needs a GPU and BLOCK_DV <= 256 (got {block_dv})")
         widths = (block_dv, dv // 2, d_pe)
         kd = tuple(TensorDescriptor.from_tensor(kv.view(B * Skv, dv + d_pe), [BLOCK_N, w]) for w in widths)
         if tma == 2:
