@@ -544,12 +544,11 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
     per_block = nch * S
     merge_dv = max(32, min(dv, 16384 // block_s, _pow2_floor(max(1, BLOCK_M * dv // per_block))))
     extra = {"launch_cooperative_grid": True} if mode == 2 and cfg["cooperative"] else {}
-    # tma: False (pointer loads), "kv" (kv tiles through TMA descriptors), True (q and kv); a GPU
-    # feature: the interpreter, and tensors not 16-byte aligned, take the pointer loads
+    # tma: False (pointer loads), "kv" (kv tiles through TMA descriptors), True (q and kv). A GPU
+    # feature with boxes at most 256 wide: the interpreter, BLOCK_DV 512 and tensors not 16-byte
+    # aligned take the pointer loads
     tma = {False: 0, "kv": 1, True: 2}[cfg["tma"]]
-    if tma and block_dv > 256:
-        raise ValueError(f"mla_decode: tma needs BLOCK_DV <= 256 (a TMA box is at most 256 wide), got {block_dv}")
-    if not q.is_cuda or _interpreting() or q2.data_ptr() % 16 or kv.data_ptr() % 16:
+    if block_dv > 256 or not q.is_cuda or _interpreting() or q2.data_ptr() % 16 or kv.data_ptr() % 16:
         tma = 0
     # (the descriptor arguments are plain tensors, unused, where the mode does not need them)
     qd, kd = (q2,) * 3, (kv,) * 3
