@@ -392,6 +392,184 @@ def _kda_prep_dense(
 
 
 @triton.jit
+def _cum(L, x, INTERP: tl.constexpr):
+    """L @ x for a constant 0/1 (or +-1) matrix L [64, 64], float32-accurate with two tf32 products:
+    x is split into its tf32 part (low 13 mantissa bits cleared, exact in tf32) and the rest."""
+    if INTERP:
+        return tl.dot(L, x, input_precision="ieee")
+    else:
+        hi = (x.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
+        acc = tl.dot(L, hi, input_precision="tf32")
+        return tl.dot(L, x - hi, acc, input_precision="tf32")
+
+
+LOG2E = tl.constexpr(1.4426950408889634)
+
+
+@triton.jit
+def _ex2(x, INTERP: tl.constexpr):
+    """2^x; on the GPU the bare ex2.approx.ftz instruction (no denormal fix-up: the results that
+    matter here are far from the denormal range)."""
+    if INTERP:
+        return tl.exp2(x)
+    else:
+        return tl.inline_asm_elementwise(
+            "ex2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1
+        )
+
+
+@triton.jit
+def _kda_intra(
+    q, k, g, beta,
+    qg_out, kd_out, kb_out, a_out, aqk_out, gc_out,
+    scale, T, H, NT, TP,
+    K: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr, BATCH: tl.constexpr,
+    INTERP: tl.constexpr,
+):  # fmt: skip
+    """Split prep, kernel 1 of 2, one program per (chunk, head): the cumulative gates, the
+    elementwise outputs qg = scale q e^G, kd = k e^(G_63 - G), kb = beta k e^G (bf16) and
+    e^(G_63), Aqk (bf16) and A (float32, strictly lower) for the solve kernel; no solve here, so
+    few registers are live. Gates in the log2 domain (g log2 e), exponentials as bare ex2.
+
+    BATCH: the four 16-row blocks as one batched product [4, 16, BK] @ [4, BK, 64], block I's rows
+    against its own column tile k_j 2^(m_I - G_j) (zero past block I), so no row masks and no
+    wasted products; else as _kda_prep_dense (masked [64, 64] products)."""
+    c = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // H
+    h = bh % H
+    t0 = c * 64
+    q_p = q + (b * T * H + h) * K
+    k_p = k + (b * T * H + h) * K
+    g_p = g + (b * T * H + h) * K
+    o_row = bh.to(tl.int64) * TP
+    r = tl.arange(0, 64)
+    ri = r[:, None]
+    rj = r[None, :]
+    blk_i = ri // 16
+    rk = tl.arange(0, BK)
+    Lc = (rj <= ri).to(tl.float32)  # G = Lc g, the inclusive cumulative sum
+    Ur = (rj > ri).to(tl.float32)  # G_63 - G = Ur g
+    be = _vec(beta + b * T * H + h, t0, T, H, 64)
+    gc_p = gc_out + (bh.to(tl.int64) * NT + c) * K
+
+    if BATCH:
+        r16 = tl.arange(0, 16)
+        i4 = tl.arange(0, 4)
+        A3 = tl.zeros([4, 16, 64], tl.float32)
+        P3 = tl.zeros([4, 16, 64], tl.float32)
+        # column j of block I's tile is used for j <= 16 I + 15
+        cmask = r[None, :, None] <= 16 * i4[:, None, None] + 15
+    else:
+        A = tl.zeros([64, 64], tl.float32)
+        P = tl.zeros([64, 64], tl.float32)
+    for ks in range(0, K, BK):
+        g64 = _rows(g_p + ks, t0, T, H * K, 64, BK) * LOG2E
+        G = _cum(Lc, g64, INTERP)
+        k64 = _rows(k_p + ks, t0, T, H * K, 64, BK)
+        qs = _rows(q_p + ks, t0, T, H * K, 64, BK) * scale
+        kbe = k64 * be[:, None]
+        eG = _ex2(G, INTERP)
+        # e^(G_63) is row 63 of e^G (rows past T have g = 0)
+        tl.store(gc_p + ks + rk[None, :] + ri * 0, eG, mask=(ri == 63) & (rk[None, :] < BK))
+        _put(qg_out + o_row * K + ks, t0, K, qs * eG, 64, BK, INTERP)
+        _put(kb_out + o_row * K + ks, t0, K, kbe * eG, 64, BK, INTERP)
+        kd = k64 * _ex2(_cum(Ur, g64, INTERP), INTERP)
+        _put(kd_out + o_row * K + ks, t0, K, kd, 64, BK, INTERP)
+        if BATCH:
+            G3 = tl.reshape(G, [4, 16, BK])
+            m4 = tl.sum(tl.where((r16 == 7)[None, :, None], G3, 0.0), axis=1)  # [4, BK]
+            e3 = _ex2(G3 - m4[:, None, :], INTERP)
+            kr3 = tl.reshape(kbe, [4, 16, BK]) * e3
+            qr3 = tl.reshape(qs, [4, 16, BK]) * e3
+            C3 = tl.where(cmask, k64[None, :, :] * _ex2(m4[:, None, :] - G[None, :, :], INTERP), 0.0)
+            Ct = tl.permute(C3, (0, 2, 1))
+            A3 = _mmx(kr3, Ct, A3, PREC, INTERP)
+            P3 = _mmx(qr3, Ct, P3, PREC, INTERP)
+        else:
+            m0 = tl.sum(tl.where(ri == 7, G, 0.0), axis=0)
+            m1 = tl.sum(tl.where(ri == 23, G, 0.0), axis=0)
+            m2 = tl.sum(tl.where(ri == 39, G, 0.0), axis=0)
+            m3 = tl.sum(tl.where(ri == 55, G, 0.0), axis=0)
+            Mrow = tl.where(blk_i == 0, m0[None, :], tl.where(blk_i == 1, m1[None, :], 0.0))
+            Mrow = tl.where(blk_i == 2, m2[None, :], tl.where(blk_i == 3, m3[None, :], Mrow))
+            e = _ex2(G - Mrow, INTERP)
+            kr = kbe * e
+            qr = qs * e
+            A, P = _acc_block2(A, P, kr, qr, k64, G, m0, ri, blk_i, 0, PREC, INTERP)
+            A, P = _acc_block2(A, P, kr, qr, k64, G, m1, ri, blk_i, 1, PREC, INTERP)
+            A, P = _acc_block2(A, P, kr, qr, k64, G, m2, ri, blk_i, 2, PREC, INTERP)
+            A, P = _acc_block2(A, P, kr, qr, k64, G, m3, ri, blk_i, 3, PREC, INTERP)
+
+    if BATCH:
+        A = tl.reshape(A3, [64, 64])
+        P = tl.reshape(P3, [64, 64])
+    _put(aqk_out + o_row * 64, t0, 64, tl.where(rj <= ri, P, 0.0), 64, 64, INTERP)
+    tl.store(a_out + (o_row + t0 + ri) * 64 + rj, tl.where(rj < ri, A, 0.0))
+
+
+@triton.jit
+def _acc_block2(A, P, kr, qr, k64, G, m, ri, blk_i, I: tl.constexpr, PREC: tl.constexpr,
+                INTERP: tl.constexpr):  # fmt: skip
+    """_acc_block with the gates in the log2 domain."""
+    col = tl.trans(tl.where(ri < 16 * I + 16, k64 * _ex2(m[None, :] - G, INTERP), 0.0))
+    rows = blk_i == I
+    A = _mmx(tl.where(rows, kr, 0.0), col, A, PREC, INTERP)
+    P = _mmx(tl.where(rows, qr, 0.0), col, P, PREC, INTERP)
+    return A, P
+
+
+@triton.jit
+def _kda_solve(
+    v, beta, kb, a_in, w_out, u_out,
+    T, H, TP,
+    K: tl.constexpr, V: tl.constexpr, BW: tl.constexpr, SPREC: tl.constexpr,
+    WPREC: tl.constexpr, INTERP: tl.constexpr,
+):  # fmt: skip
+    """Split prep, kernel 2 of 2, one program per (chunk, head): Z = (I + A)^-1 - I by the dense
+    blocked solve of _kda_prep_dense, then w = kb + Z kb and u = beta v + Z (beta v); the
+    identity part is added in float32, so rounding the product operands only touches the
+    correction."""
+    c = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // H
+    h = bh % H
+    t0 = c * 64
+    o_row = bh.to(tl.int64) * TP
+    r = tl.arange(0, 64)
+    ri = r[:, None]
+    rj = r[None, :]
+    A = tl.load(a_in + (o_row + t0 + ri) * 64 + rj)
+    eye = (ri == rj).to(tl.float32)
+    D = tl.where(ri // 16 == rj // 16, A, 0.0)
+    N = A - D
+    # (I + D)^-1 = (I - D)(I + D^2)(I + D^4)(I + D^8), interleaved to keep few tiles live
+    Di = eye - D
+    D2 = _mmx(D, D, 0.0, SPREC, INTERP)
+    Di = _mmx(Di, D2, Di, SPREC, INTERP)
+    D4 = _mmx(D2, D2, 0.0, SPREC, INTERP)
+    Di = _mmx(Di, D4, Di, SPREC, INTERP)
+    D8 = _mmx(D4, D4, 0.0, SPREC, INTERP)
+    Di = _mmx(Di, D8, Di, SPREC, INTERP)
+    # (I + M)^-1 = (I - M)(I + M^2), M = (I + D)^-1 N; Z = T - I = (Di - I) + (X - I) Di
+    M = _mmx(Di, N, 0.0, SPREC, INTERP)
+    M2 = _mmx(M, M, 0.0, SPREC, INTERP)
+    X = eye - M
+    X = _mmx(X, M2, X, SPREC, INTERP)
+    Z = _mmx(X - eye, Di, Di - eye, SPREC, INTERP)
+    if WPREC == "bf16":
+        Z = _bf(Z, INTERP)  # rounded once, outside the loops
+    be = _vec(beta + b * T * H + h, t0, T, H, 64)
+    v_p = v + (b * T * H + h) * V
+    for ks in range(0, K, BW):
+        x = tl.load(kb + (o_row + t0 + ri) * K + ks + tl.arange(0, BW)[None, :]).to(tl.float32)
+        _put(w_out + o_row * K + ks, t0, K, _mmx(Z, x, x, WPREC, INTERP), 64, BW, INTERP)
+    for vs in range(0, V, BW):
+        x = _rows(v_p + vs, t0, T, H * V, 64, BW) * be[:, None]
+        _put(u_out + o_row * V + vs, t0, V, _mmx(Z, x, x, WPREC, INTERP), 64, BW, INTERP)
+
+
+@triton.jit
 def _kda_scan(
     qg,
     kd,
@@ -451,23 +629,35 @@ def _kda_scan(
 
 
 # Tuning knobs (measured on an H200, see docs/kernels.md); bv None picks by the number of programs.
+# impl "split" (default): _kda_intra then _kda_solve; "dense" / "blocks": one prep kernel.
 CONFIG = dict(
-    impl="dense", prec="bf16", wprec="tf32", sprec="bf16", prep_warps=4, bk=32,
+    impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
+    intra_nreg=0, solve_warps=4, solve_nreg=0, bw=64,
     bv=None, scan_warps=4, scan_stages=3,
 )  # fmt: skip
 
+# The knobs of the prep stage (kda_prepare's arguments)
+PREP_KEYS = (
+    "impl", "prec", "wprec", "sprec", "prep_warps", "bk", "batch", "intra_nreg", "solve_warps",
+    "solve_nreg", "bw",
+)  # fmt: skip
 
 # The values a search may try for each knob of CONFIG.
 KNOBS = {
-    "impl": ["dense", "blocks"],
+    "impl": ["split", "dense", "blocks"],
     "sprec": ["tf32", "bf16", "tf32x3"],
     "bv": [16, 32, 64],
     "prec": ["tf32", "bf16"],
-    "wprec": ["tf32"],  # bf16 gave NaN with the dense prep on the H200 (not investigated)
+    "wprec": ["bf16", "tf32"],  # "dense" / "blocks": bf16 gave NaN with the dense prep
     "scan_warps": [4, 8],
     "scan_stages": [2, 3],
     "prep_warps": [4, 8],
     "bk": [16, 32, 64],
+    "batch": [True, False],  # split: batched per-block products, or masked [64, 64] ones
+    "intra_nreg": [0, 168, 128],  # register cap (0: the compiler's choice)
+    "solve_warps": [4, 8],
+    "solve_nreg": [0, 168, 128],
+    "bw": [32, 64, 128],
 }
 
 
@@ -482,20 +672,7 @@ def kda_fwd(q, k, v, g, beta, scale, initial_state=None, output_final_state=Fals
 def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=False, **cfg):
     """kda_fwd with explicit tuning knobs (keys of CONFIG)."""
     c = dict(CONFIG, **cfg)
-    prep = kda_prepare(
-        q,
-        k,
-        v,
-        g,
-        beta,
-        scale,
-        prec=c["prec"],
-        wprec=c["wprec"],
-        prep_warps=c["prep_warps"],
-        bk=c["bk"],
-        impl=c["impl"],
-        sprec=c["sprec"],
-    )
+    prep = kda_prepare(q, k, v, g, beta, scale, **{n: c[n] for n in PREP_KEYS})
     return kda_scan(
         prep,
         initial_state,
@@ -507,10 +684,11 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
 
 
 def kda_prepare(
-    q, k, v, g, beta, scale, prec="tf32", wprec="tf32", prep_warps=4, bk=32, impl="dense",
-    sprec="tf32",
+    q, k, v, g, beta, scale, prec="bf16", wprec="bf16", prep_warps=4, bk=16, impl="split",
+    sprec="bf16", batch=True, intra_nreg=0, solve_warps=4, solve_nreg=0, bw=64, only=None,
 ):  # fmt: skip
-    """Kernel 1: the chunk-parallel part. Returns the buffers the scan reads, as a dict."""
+    """The chunk-parallel part (one or two kernels). Returns the buffers the scan reads, as a
+    dict. only="intra" runs the first of the two split kernels alone (for timing it)."""
     B, T, H, K = q.shape
     V = v.shape[-1]
     if k.shape != q.shape or g.shape != q.shape or v.shape[:3] != q.shape[:3]:
@@ -525,12 +703,15 @@ def kda_prepare(
     if scale is None:
         scale = K**-0.5
     bk = min(bk, K, V)
+    bw = min(bw, K, V)
     interp = q.device.type == "cpu"  # Triton's interpreter (TRITON_INTERPRET=1)
     if interp:
-        prec = wprec = "ieee"
-        sprec = (
-            "bf16" if sprec == "bf16" else "ieee"
-        )  # bf16 rounding is emulated exactly  # the interpreter computes float32 dots exactly anyway
+        # the interpreter computes float32 dots exactly; bf16 rounding is emulated exactly
+        prec = "bf16" if prec == "bf16" else "ieee"
+        wprec = "bf16" if wprec == "bf16" else "ieee"
+        sprec = "bf16" if sprec == "bf16" else "ieee"
+        if impl != "split":
+            prec = wprec = "ieee"
     q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
     g = g.float()
     dev = q.device
@@ -543,7 +724,22 @@ def kda_prepare(
     u = torch.empty(BH, TP, V, device=dev, dtype=torch.bfloat16)
     aqk = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.bfloat16)
     gc = torch.empty(BH, NT, K, device=dev, dtype=torch.float32)
-    if impl == "dense":
+    if impl == "split":
+        kb = torch.empty_like(qg)
+        a32 = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.float32)
+        _kda_intra[(NT, BH)](
+            q, k, g, beta, qg, kd, kb, a32, aqk, gc, float(scale), T, H, NT, TP,
+            K=K, BK=bk, PREC=prec, BATCH=batch, INTERP=interp, num_warps=prep_warps,
+            maxnreg=intra_nreg or None,
+        )  # fmt: skip
+        if only == "intra":
+            return None
+        _kda_solve[(NT, BH)](
+            v, beta, kb, a32, w, u, T, H, TP,
+            K=K, V=V, BW=bw, SPREC=sprec, WPREC=wprec, INTERP=interp, num_warps=solve_warps,
+            maxnreg=solve_nreg or None,
+        )  # fmt: skip
+    elif impl == "dense":
         _kda_prep_dense[(NT, BH)](
             q, k, v, g, beta, qg, kd, w, u, aqk, gc, float(scale), T, H, NT, TP,
             K=K, V=V, BK=bk, PREC=prec, WPREC=wprec, SPREC=sprec, INTERP=interp,
