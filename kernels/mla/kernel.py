@@ -13,10 +13,14 @@ Both kernels treat the (query position, head) pairs of a batch element as the ro
 (row r = i * H + h); since every head reads the same latent, a block of rows shares each kv tile,
 and the scores of a block are one tensor-core product.
 
-* ``mla_decode``: split-KV flash-decoding. Stage 1: program (row block, split, batch) streams one
-  slice of the cache once; each kv tile is loaded once and used as K (all D columns) and as V (its
-  first dv columns, the same registers/shared memory); online softmax in base 2; it writes its
-  normalised partial output and log-sum-exp. Stage 2 merges the splits per row.
+* ``mla_decode``: split-KV flash-decoding. Program (split, column chunk, row block, batch) streams
+  one slice of the cache; each kv tile is loaded once (TMA descriptors by default) and used as K (all
+  D columns) and as V (the program's own BLOCK_DV output columns, a slice of the same shared-memory
+  tile). With BLOCK_DV = dv / 2 one warpgroup holds a 64 x 256 float32 accumulator and computes the
+  whole score tile itself; the two column chunks of a split each recompute the scores. Online
+  softmax in base 2; each program writes its normalised partial output and log-sum-exp. The merge
+  of the splits runs in the same launch behind a grid barrier when every program is resident at
+  once (cooperative launch, one program per SM), else in a second kernel.
 * ``mla_prefill``: flash attention over the same row layout, causal with block skipping (a row block
   stops at the last kv tile its last row can see; only the diagonal tiles are masked), the output
   dimension optionally tiled across programs (BLOCK_DV < dv) to bound the accumulator's registers.
@@ -495,7 +499,9 @@ _SYNC: dict = {}
 
 def _sync_buffer(device: torch.device):
     """The grid barrier's two counters for this device (zeroed once; the kernel leaves them clean).
-    None while a CUDA graph is being captured and none exists yet (the caller then merges separately)."""
+    None while a CUDA graph is being captured and none exists yet (the caller then merges separately).
+    One pair per device: two fused decode calls running at the same time on different streams would
+    mix their arrivals, so such callers must pass fused_merge=False."""
     key = (device.type, device.index)
     if key not in _SYNC:
         if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
@@ -664,6 +670,8 @@ def mla_decode(q: torch.Tensor, kv: torch.Tensor, scale: float, dv: int = 512) -
     """Decode attention of q [B, Sq, H, D] over the latent cache kv [B, Skv, D]; o [B, Sq, H, dv].
 
     For Sq > 1 the queries are the last Sq positions of the cache (causal, tril(Skv - Sq)).
+    One call at a time per device (the fused merge's barrier counters are per device); for calls
+    overlapping on several streams use ``decode_with_config(..., cfg={"fused_merge": False})``.
     """
     return decode_with_config(q, kv, scale, dv)
 
