@@ -194,18 +194,19 @@ def main():
     base = {n: kk.CONFIG[n] for n in PREP_KEYS}
     if args.configs == "split":
         # the split prep (two kernels) and its knobs, one at a time, and the old one-kernel prep
-        base = dict(base, impl="split", bk=16, batch=True, intra_nreg=0, solve_warps=4,
-                    solve_nreg=0, bw=64, prec="bf16", wprec="bf16", sprec="bf16")  # fmt: skip
+        base = dict(base, impl="split", bk=16, batch=True, intra_nreg=0, intra_stages=3,
+                    lcmem=False, cump="tf32", solve_warps=4, solve_nreg=128, bw=64, prec="bf16",
+                    wprec="bf16", sprec="bf16")  # fmt: skip
+        bf3 = dict(base, cump="bf16x3")
         prep_cfgs = [
             base,
-            dict(base, bk=32),
-            dict(base, intra_nreg=168),
-            dict(base, intra_nreg=128),
-            dict(base, solve_nreg=128),
-            dict(base, solve_warps=8),
-            dict(base, intra_nreg=168, solve_nreg=128),
-            dict(base, batch=False),
-            dict(base, wprec="tf32"),
+            dict(base, solve_nreg=0),
+            dict(base, solve_nreg=168),
+            bf3,
+            dict(bf3, intra_nreg=168),
+            dict(bf3, lcmem=True, intra_stages=2),
+            dict(bf3, lcmem=True, intra_stages=2, intra_nreg=168),
+            dict(base, lcmem=True, intra_stages=2, intra_nreg=168),
             dict(base, impl="dense", bk=32, wprec="tf32"),
         ]
         scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=3) for bv in (32, 64)]

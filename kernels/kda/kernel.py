@@ -394,9 +394,18 @@ def _kda_prep_dense(
 @triton.jit
 def _cum(L, x, INTERP: tl.constexpr):
     """L @ x for a constant 0/1 (or +-1) matrix L [64, 64], float32-accurate with two tf32 products:
-    x is split into its tf32 part (low 13 mantissa bits cleared, exact in tf32) and the rest."""
+    x is split into its tf32 part (low 13 mantissa bits cleared, exact in tf32) and the rest.
+    With L in bf16, x is split into three bf16 parts instead (24 mantissa bits together)."""
     if INTERP:
-        return tl.dot(L, x, input_precision="ieee")
+        return tl.dot(L.to(tl.float32), x, input_precision="ieee")
+    elif L.dtype == tl.bfloat16:
+        b1 = x.to(tl.bfloat16)
+        r1 = x - b1.to(tl.float32)
+        b2 = r1.to(tl.bfloat16)
+        b3 = (r1 - b2.to(tl.float32)).to(tl.bfloat16)
+        acc = tl.dot(L, b1)
+        acc = tl.dot(L, b2, acc)
+        return tl.dot(L, b3, acc)
     else:
         hi = (x.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
         acc = tl.dot(L, hi, input_precision="tf32")
@@ -421,10 +430,10 @@ def _ex2(x, INTERP: tl.constexpr):
 @triton.jit
 def _kda_intra(
     q, k, g, beta,
-    qg_out, kd_out, kb_out, a_out, aqk_out, gc_out,
+    qg_out, kd_out, kb_out, a_out, aqk_out, gc_out, lcu,
     scale, T, H, NT, TP,
     K: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr, BATCH: tl.constexpr,
-    INTERP: tl.constexpr,
+    LCMEM: tl.constexpr, CUMP: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """Split prep, kernel 1 of 2, one program per (chunk, head): the cumulative gates, the
     elementwise outputs qg = scale q e^G, kd = k e^(G_63 - G), kb = beta k e^G (bf16) and
@@ -448,14 +457,16 @@ def _kda_intra(
     rj = r[None, :]
     blk_i = ri // 16
     rk = tl.arange(0, BK)
-    Lc = (rj <= ri).to(tl.float32)  # G = Lc g, the inclusive cumulative sum
-    Ur = (rj > ri).to(tl.float32)  # G_63 - G = Ur g
+    # G = Lc g, the inclusive cumulative sum; G_63 - G = Ur g (exact 0/1 entries in bf16 too)
+    LDT: tl.constexpr = tl.bfloat16 if CUMP == "bf16x3" else tl.float32
+    Lc = (rj <= ri).to(tl.float32).to(LDT)
+    Ur = (rj > ri).to(tl.float32).to(LDT)
     be = _vec(beta + b * T * H + h, t0, T, H, 64)
     gc_p = gc_out + (bh.to(tl.int64) * NT + c) * K
 
+    r16 = tl.arange(0, 16)
+    i4 = tl.arange(0, 4)
     if BATCH:
-        r16 = tl.arange(0, 16)
-        i4 = tl.arange(0, 4)
         A3 = tl.zeros([4, 16, 64], tl.float32)
         P3 = tl.zeros([4, 16, 64], tl.float32)
         # column j of block I's tile is used for j <= 16 I + 15
@@ -465,6 +476,11 @@ def _kda_intra(
         P = tl.zeros([64, 64], tl.float32)
     for ks in range(0, K, BK):
         g64 = _rows(g_p + ks, t0, T, H * K, 64, BK) * LOG2E
+        if LCMEM:
+            # the constant matrices read from memory (an L1 hit) inside the loop, so that the
+            # products take them from shared memory instead of holding 64 registers
+            Lc = tl.load(lcu + ri * 64 + rj).to(LDT)
+            Ur = tl.load(lcu + 4096 + ri * 64 + rj).to(LDT)
         G = _cum(Lc, g64, INTERP)
         k64 = _rows(k_p + ks, t0, T, H * K, 64, BK)
         qs = _rows(q_p + ks, t0, T, H * K, 64, BK) * scale
@@ -632,14 +648,14 @@ def _kda_scan(
 # impl "split" (default): _kda_intra then _kda_solve; "dense" / "blocks": one prep kernel.
 CONFIG = dict(
     impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
-    intra_nreg=0, solve_warps=4, solve_nreg=0, bw=64,
+    intra_nreg=0, intra_stages=3, lcmem=False, cump="tf32", solve_warps=4, solve_nreg=128, bw=64,
     bv=None, scan_warps=4, scan_stages=3,
 )  # fmt: skip
 
 # The knobs of the prep stage (kda_prepare's arguments)
 PREP_KEYS = (
-    "impl", "prec", "wprec", "sprec", "prep_warps", "bk", "batch", "intra_nreg", "solve_warps",
-    "solve_nreg", "bw",
+    "impl", "prec", "wprec", "sprec", "prep_warps", "bk", "batch", "intra_nreg", "intra_stages",
+    "lcmem", "cump", "solve_warps", "solve_nreg", "bw",
 )  # fmt: skip
 
 # The values a search may try for each knob of CONFIG.
@@ -655,10 +671,25 @@ KNOBS = {
     "bk": [16, 32, 64],
     "batch": [True, False],  # split: batched per-block products, or masked [64, 64] ones
     "intra_nreg": [0, 168, 128],  # register cap (0: the compiler's choice)
+    "intra_stages": [2, 3],
+    "lcmem": [False, True],  # the cumulative-sum matrices read from memory (shared-memory operand)
+    "cump": ["tf32", "bf16x3"],  # the cumulative sums as two tf32 or three bf16 products
     "solve_warps": [4, 8],
     "solve_nreg": [0, 168, 128],
     "bw": [32, 64, 128],
 }
+
+
+_CUM = {}
+
+
+def _cum_matrices(dev):
+    """[2, 64, 64] float32: the inclusive lower-triangular 0/1 matrix and the strict upper one."""
+    if dev not in _CUM:
+        r = torch.arange(CHUNK, device=dev)
+        lc = (r[None, :] <= r[:, None]).float()
+        _CUM[dev] = torch.stack([lc, 1.0 - lc]).contiguous()
+    return _CUM[dev]
 
 
 def kda_fwd(q, k, v, g, beta, scale, initial_state=None, output_final_state=False):
@@ -685,7 +716,8 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
 
 def kda_prepare(
     q, k, v, g, beta, scale, prec="bf16", wprec="bf16", prep_warps=4, bk=16, impl="split",
-    sprec="bf16", batch=True, intra_nreg=0, solve_warps=4, solve_nreg=0, bw=64, only=None,
+    sprec="bf16", batch=True, intra_nreg=0, intra_stages=3, lcmem=False, cump="tf32",
+    solve_warps=4, solve_nreg=128, bw=64, only=None,
 ):  # fmt: skip
     """The chunk-parallel part (one or two kernels). Returns the buffers the scan reads, as a
     dict. only="intra" runs the first of the two split kernels alone (for timing it)."""
@@ -728,9 +760,9 @@ def kda_prepare(
         kb = torch.empty_like(qg)
         a32 = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.float32)
         _kda_intra[(NT, BH)](
-            q, k, g, beta, qg, kd, kb, a32, aqk, gc, float(scale), T, H, NT, TP,
-            K=K, BK=bk, PREC=prec, BATCH=batch, INTERP=interp, num_warps=prep_warps,
-            maxnreg=intra_nreg or None,
+            q, k, g, beta, qg, kd, kb, a32, aqk, gc, _cum_matrices(dev), float(scale), T, H, NT, TP,
+            K=K, BK=bk, PREC=prec, BATCH=batch, LCMEM=lcmem, CUMP=cump, INTERP=interp,
+            num_warps=prep_warps, num_stages=intra_stages, maxnreg=intra_nreg or None,
         )  # fmt: skip
         if only == "intra":
             return None
