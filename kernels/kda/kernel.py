@@ -1,4 +1,4 @@
-"""KDA (Kimi Delta Attention) forward in Triton: chunked form, chunk C = 64, two kernels.
+"""KDA (Kimi Delta Attention) forward in Triton: chunked form, chunk C = 64, three kernels.
 
 Notation per head and chunk of C = 64 steps, rows i = 0..63, G_i = sum_{s<=i} g_s (cumulated in the
 chunk), Gamma_i = exp(G_i), S0 the state entering the chunk:
@@ -11,20 +11,26 @@ chunk), Gamma_i = exp(G_i), S0 the state entering the chunk:
     o         = (scale q * Gamma) S0 + Aqk U
     S_next    = exp(G_63)[:, None] * S0 + (k * exp(G_63 - G))^T U
 
-Kernel 1 (`_kda_prep_dense`, the default, or `_kda_prep` with knob impl="blocks"; one program per
-chunk and head, fully parallel) computes the cumulative gates, A and Aqk, the triangular solve and
-w, u, and writes qg = scale q * Gamma, kd = k * exp(G_63 - G), w, u, Aqk (bf16) and exp(G_63)
-(float32). The decay exp(G_i - G_j) is split as exp(G_i - m) * exp(m - G_j) with m the cumulative
-gate at the midpoint of row i's 16-row sub-chunk and the column side zero past that sub-chunk, so
-that no factor exceeds exp(8 * |g|max) (finite in float32 for per-step log decays down to about -10;
-FLA's safe-gate path assumes g >= -5).
+The default prep (knob impl="split") is two fully parallel kernels, one program per chunk and head:
 
-The solve is exact and uses matrix products only: with D the 16x16 diagonal blocks of A and N the
-rest, I + A = (I + D)(I + M), M = (I + D)^-1 N, D^16 = 0 and M^4 = 0, so
-(I + D)^-1 = (I - D)(I + D^2)(I + D^4)(I + D^8) and (I + M)^-1 = (I - M)(I + M^2) (`_kda_prep` does
-the same per 16x16 block with block forward substitution).
+Kernel 1 (`_kda_intra`) computes the cumulative gates (in the log2 domain, as products with
+constant 0/1 matrices), writes qg = scale q * Gamma, kd = k * exp(G_63 - G), kb = beta k Gamma
+(bf16) and exp(G_63) (float32), and accumulates A (written in float32) and Aqk (bf16). The decay
+exp(G_i - G_j) is split as exp(G_i - m_I) * exp(m_I - G_j) with m_I the cumulative gate at the
+midpoint of row i's 16-row sub-chunk I and the column side zero past that sub-chunk, so that no
+factor exceeds exp(8 * |g|max) (finite in float32 for per-step log decays down to about -10; FLA's
+safe-gate path assumes g >= -5). The four sub-chunks are one batched product [4, 16, BK] @
+[4, BK, 64]: sub-chunk I's rows against its own column tile.
 
-Kernel 2 (`_kda_scan`, one program per (V block, head)) carries S (K x BV, float32) through the
+Kernel 2 (`_kda_solve`) reads A and computes Z = T - I exactly with matrix products only: with D
+the 16x16 diagonal blocks of A and N the rest, I + A = (I + D)(I + M), M = (I + D)^-1 N,
+D^16 = 0 and M^4 = 0, so (I + D)^-1 = (I - D)(I + D^2)(I + D^4)(I + D^8) and
+(I + M)^-1 = (I - M)(I + M^2); then w = kb + Z kb and u = beta v + Z (beta v).
+
+impl="dense" (`_kda_prep_dense`) and impl="blocks" (`_kda_prep`) are the earlier one-kernel preps
+with the same outputs (they hold A in registers through the solve: 255 registers, slower).
+
+Kernel 3 (`_kda_scan`, one program per (V block, head)) carries S (K x BV, float32) through the
 chunks in order and writes o; it is the only sequential part. Splitting V into blocks gives
 B * H * V / BV programs, enough to fill the 132 SMs of an H200 at B = 1.
 """
@@ -437,8 +443,9 @@ def _kda_intra(
 ):  # fmt: skip
     """Split prep, kernel 1 of 2, one program per (chunk, head): the cumulative gates, the
     elementwise outputs qg = scale q e^G, kd = k e^(G_63 - G), kb = beta k e^G (bf16) and
-    e^(G_63), Aqk (bf16) and A (float32, strictly lower) for the solve kernel; no solve here, so
-    few registers are live. Gates in the log2 domain (g log2 e), exponentials as bare ex2.
+    e^(G_63), Aqk (bf16) and A (float32, strictly lower) for the solve kernel. Gates in the log2
+    domain (g log2 e), exponentials as bare ex2. (ptxas still takes 255 registers: the A and Aqk
+    accumulators alone are 64, and register caps measured slower, see docs/kernels.md.)
 
     BATCH: the four 16-row blocks as one batched product [4, 16, BK] @ [4, BK, 64], block I's rows
     against its own column tile k_j 2^(m_I - G_j) (zero past block I), so no row masks and no
@@ -648,7 +655,7 @@ def _kda_scan(
 # impl "split" (default): _kda_intra then _kda_solve; "dense" / "blocks": one prep kernel.
 CONFIG = dict(
     impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
-    intra_nreg=0, intra_stages=3, lcmem=False, cump="tf32", solve_warps=4, solve_nreg=128, bw=64,
+    intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3", solve_warps=4, solve_nreg=128, bw=64,
     bv=None, scan_warps=4, scan_stages=3,
 )  # fmt: skip
 
@@ -716,7 +723,7 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
 
 def kda_prepare(
     q, k, v, g, beta, scale, prec="bf16", wprec="bf16", prep_warps=4, bk=16, impl="split",
-    sprec="bf16", batch=True, intra_nreg=0, intra_stages=3, lcmem=False, cump="tf32",
+    sprec="bf16", batch=True, intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3",
     solve_warps=4, solve_nreg=128, bw=64, only=None,
 ):  # fmt: skip
     """The chunk-parallel part (one or two kernels). Returns the buffers the scan reads, as a

@@ -77,6 +77,26 @@ def test_kda_matches_recurrence_within_tolerance(B, T, H, K, V, with_h0):
     assert _rel(hT, rh) <= TOL, f"final-state RMS-relative error {_rel(hT, rh):.2e}"
 
 
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        dict(impl="dense"),
+        dict(impl="blocks"),
+        dict(batch=False),
+        dict(cump="tf32", lcmem=True),
+        dict(wprec="tf32", prec="tf32", sprec="tf32"),
+    ],
+)
+def test_kda_prep_variants_match_recurrence(cfg):
+    """Every prep kernel and knob path the benchmark may pick computes the same function."""
+    q, k, v, g, beta = _inputs(1, 70, 1, 16, 32, seed=17)
+    h0 = torch.randn(1, 1, 16, 32, generator=torch.Generator().manual_seed(2)).to(DEV)
+    o, hT = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, h0, True, **cfg)
+    ro, rh = _reference(q, k, v, g, beta, 0.25, h0)
+    assert _rel(o, ro) <= TOL, f"{cfg}: output RMS-relative error {_rel(o, ro):.2e}"
+    assert _rel(hT, rh) <= TOL, f"{cfg}: final-state RMS-relative error {_rel(hT, rh):.2e}"
+
+
 def test_kda_without_final_state_returns_none_and_same_output():
     q, k, v, g, beta = _inputs(1, 70, 1, 16, 16, seed=3)
     o1, h1 = kda_kernel.kda_fwd(q, k, v, g, beta, 0.25)
