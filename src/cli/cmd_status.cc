@@ -17,6 +17,7 @@ namespace {
 struct StatusOptions {
   std::string run_dir;
   bool json = false;
+  bool verify = false;
 };
 
 std::string num(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "none"; }
@@ -65,7 +66,9 @@ int run_status(const StatusOptions& o) {
   try {
     RunDir dir = existing_run_dir(o.run_dir);
     auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kReadOnly);
-    State s = load_state(*store);
+    LoadOptions load;
+    load.use_checkpoints = !o.verify;
+    State s = load_state(*store, INT64_MAX, load);
     if (o.json) {
       std::cout << to_json(s).dump(2) << "\n";
     } else {
@@ -85,6 +88,9 @@ void register_status(CLI::App& app) {
   auto* cmd = app.add_subcommand("status", "Show a run's state, folded from its event log");
   cmd->add_option("RUN_DIR", o->run_dir, "The run directory (holds events.db)")->required();
   cmd->add_flag("--json", o->json, "Print the state as JSON");
+  cmd->add_flag("--verify", o->verify,
+                "Fold every event from the first, checking every row's checksum, instead of "
+                "starting from the newest checkpoint");
   cmd->callback([o] { exit_code = run_status(*o); });
 }
 

@@ -3,25 +3,21 @@
 // own checks miss is still reported as corruption instead of being folded.
 #include "core/event_store.h"
 
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <sqlite3.h>
 
-#include <cctype>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <exception>
 #include <memory>
-#include <mutex>
-#include <thread>
 
+#include "core/checksum.h"
+#include "core/json_reader.h"
 #include "core/sqlite_stmt.h"
 
 namespace marathon {
 namespace {
 
 using detail::Stmt;
+using detail::WriteTx;
 
 constexpr const char* kSelectEvent =
     "SELECT seq, id, stream, recorded_at, type, type_version, durability, causation, payload, "
@@ -33,34 +29,26 @@ int64_t now_us() {
       .count();
 }
 
-// First 8 bytes of sha256 over the length-prefixed envelope fields and the payload text.
+// The row checksum (core/checksum.h) over the envelope fields and the payload text, in order.
+int64_t row_checksum(int64_t seq, std::string_view id, std::string_view stream, int64_t recorded_at,
+                     std::string_view type, int64_t type_version, std::string_view durability,
+                     std::string_view causation, std::string_view payload_text) {
+  return detail::Checksum64()
+      .add(seq)
+      .add(id)
+      .add(stream)
+      .add(recorded_at)
+      .add(type)
+      .add(type_version)
+      .add(durability)
+      .add(causation)
+      .add(payload_text)
+      .value();
+}
+
 int64_t event_checksum(const Event& e, std::string_view payload_text) {
-  // One context per thread, reused: creating one per event costs more than hashing a small row.
-  static thread_local std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> holder(
-      EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  EVP_MD_CTX* ctx = holder.get();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  auto add = [&](std::string_view s) {
-    uint64_t n = s.size();
-    EVP_DigestUpdate(ctx, &n, sizeof n);
-    EVP_DigestUpdate(ctx, s.data(), s.size());
-  };
-  auto add_int = [&](int64_t v) { EVP_DigestUpdate(ctx, &v, sizeof v); };
-  add_int(e.seq);
-  add(e.id);
-  add(e.stream);
-  add_int(e.recorded_at_us);
-  add(e.type);
-  add_int(e.type_version);
-  add(to_string(e.durability));
-  add(e.causation);
-  add(payload_text);
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, d, &len);
-  int64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | d[i];
-  return v;
+  return row_checksum(e.seq, e.id, e.stream, e.recorded_at_us, e.type, e.type_version,
+                      to_string(e.durability), e.causation, payload_text);
 }
 
 std::string dump_payload(const json& payload) {
@@ -80,152 +68,48 @@ std::string new_event_id() {
   return id;
 }
 
-// A row as read from SQLite, before its checksum is verified and its payload parsed.
-struct RawRow {
-  Event e;  // envelope fields; payload not yet set
-  int64_t checksum = 0;
-  std::string durability;
-  std::string payload;  // the stored text (what the checksum covers)
-  std::string parse;    // the projected text to parse, when `projected`
-  bool projected = false;
-};
-
-RawRow read_row(const Stmt& s, int parse_col) {
-  RawRow r;
-  r.e.seq = s.int64(0);
-  r.e.id = s.text(1);
-  r.e.stream = s.text(2);
-  r.e.recorded_at_us = s.int64(3);
-  r.e.type = s.text(4);
-  r.e.type_version = static_cast<int>(s.int64(5));
-  r.durability = s.text(6);
-  r.e.causation = s.text(7);
-  r.payload = s.text(8);
-  r.checksum = s.int64(9);
-  if (parse_col >= 0 && !s.is_null(parse_col)) {
-    r.parse = s.text(parse_col);
-    r.projected = true;
+// Reads the current row of `s` (columns as in kSelectEvent) into `e`, reusing its strings'
+// capacity, after verifying the row's checksum on SQLite's own buffers. The payload is parsed
+// without the top-level members in `leave_out`; the checksum covers the full text.
+void read_row(const Stmt& s, const std::string& path,
+              const std::vector<std::string_view>& leave_out, Event& e) {
+  int64_t seq = s.int64(0);
+  std::string_view id = s.text(1), stream = s.text(2), type = s.text(4), durability = s.text(6),
+                   causation = s.text(7), payload = s.text(8);
+  int64_t recorded_at = s.int64(3), type_version = s.int64(5);
+  auto corrupted = [&](const char* why) {
+    return StoreError("event log " + path + ": corrupted event at seq " + std::to_string(seq) +
+                      " (" + why + ")");
+  };
+  if (row_checksum(seq, id, stream, recorded_at, type, type_version, durability, causation,
+                   payload) != s.int64(9)) {
+    throw corrupted("checksum mismatch");
   }
-  return r;
-}
-
-// Verifies the row's checksum and parses its payload.
-Event finish_row(RawRow&& r, const std::string& path) {
-  Event e = std::move(r.e);
   try {
-    e.durability = durability_from_string(r.durability);
+    e.durability = durability_from_string(std::string(durability));
   } catch (const std::invalid_argument&) {
-    throw StoreError("event log " + path + ": corrupted event at seq " + std::to_string(e.seq) +
-                     " (bad durability)");
+    throw corrupted("bad durability");
   }
-  if (event_checksum(e, r.payload) != r.checksum) {
-    throw StoreError("event log " + path + ": corrupted event at seq " + std::to_string(e.seq) +
-                     " (checksum mismatch)");
-  }
+  e.seq = seq;
+  e.id.assign(id);
+  e.stream.assign(stream);
+  e.recorded_at_us = recorded_at;
+  e.type.assign(type);
+  e.type_version = static_cast<int>(type_version);
+  e.causation.assign(causation);
   try {
-    e.payload = json::parse(r.projected ? r.parse : r.payload);
+    e.payload = parse_json(payload, leave_out);
   } catch (const json::exception& ex) {
-    throw StoreError("event log " + path + ": event at seq " + std::to_string(e.seq) +
+    throw StoreError("event log " + path + ": event at seq " + std::to_string(seq) +
                      " has an unreadable payload: " + ex.what());
   }
+}
+
+Event row_to_event(const Stmt& s, const std::string& path) {
+  Event e;
+  read_row(s, path, {}, e);
   return e;
 }
-
-Event row_to_event(const Stmt& s, const std::string& path, int parse_col = -1) {
-  return finish_row(read_row(s, parse_col), path);
-}
-
-// Streams rows from `s` on a second thread (SQLite reading) while the calling thread verifies,
-// parses and hands them to `f`: the two halves of a fold cost about the same.
-void pipelined_rows(Stmt& s, int parse_col, const std::string& path,
-                    const std::function<bool(RawRow&&)>& f) {
-  constexpr size_t kChunk = 256, kMaxChunks = 16;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::vector<RawRow>> chunks;
-  bool done = false, stop = false;
-  std::exception_ptr error;
-  std::thread reader([&] {
-    std::vector<RawRow> chunk;
-    auto push = [&] {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return chunks.size() < kMaxChunks || stop; });
-      chunks.push_back(std::move(chunk));
-      chunk.clear();
-      cv.notify_all();
-    };
-    try {
-      while (s.step()) {
-        chunk.push_back(read_row(s, parse_col));
-        if (chunk.size() == kChunk) {
-          push();
-          std::lock_guard lock(mu);
-          if (stop) break;
-        }
-      }
-      if (!chunk.empty()) push();
-    } catch (...) {
-      std::lock_guard lock(mu);
-      error = std::current_exception();
-    }
-    std::lock_guard lock(mu);
-    done = true;
-    cv.notify_all();
-  });
-  auto finish = [&] {
-    {
-      std::lock_guard lock(mu);
-      stop = true;
-      cv.notify_all();
-    }
-    reader.join();
-  };
-  try {
-    for (;;) {
-      std::vector<RawRow> chunk;
-      {
-        std::unique_lock lock(mu);
-        cv.wait(lock, [&] { return !chunks.empty() || done; });
-        if (chunks.empty()) break;
-        chunk = std::move(chunks.front());
-        chunks.pop_front();
-        cv.notify_all();
-      }
-      for (RawRow& r : chunk) {
-        if (!f(std::move(r))) {
-          finish();
-          return;
-        }
-      }
-    }
-  } catch (...) {
-    finish();
-    throw;
-  }
-  finish();
-  if (error) std::rethrow_exception(error);
-  (void)path;
-}
-
-// BEGIN IMMEDIATE ... COMMIT; rolls back unless committed.
-class WriteTx {
- public:
-  WriteTx(sqlite3* db, const std::string& path) : db_(db), path_(path) {
-    detail::exec(db, path, "BEGIN IMMEDIATE");
-  }
-  ~WriteTx() {
-    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  void commit() {
-    detail::exec(db_, path_, "COMMIT");
-    done_ = true;
-  }
-
- private:
-  sqlite3* db_;
-  const std::string& path_;
-  bool done_ = false;
-};
 
 }  // namespace
 
@@ -327,67 +211,58 @@ void EventStore::import_events(const std::vector<Event>& events) {
 
 std::vector<Event> EventStore::read(int64_t from_seq, int64_t to_seq) const {
   std::vector<Event> out;
-  for_each(from_seq, [&](const Event& e) {
-    if (e.seq > to_seq) return false;
-    out.push_back(e);
+  scan(from_seq, to_seq, Projection{}, [&](Event& e) {
+    out.push_back(std::move(e));
     return true;
   });
   return out;
 }
 
 void EventStore::for_each(int64_t from_seq, const std::function<bool(const Event&)>& f) const {
-  for_each(from_seq, Projection{}, f);
+  scan(from_seq, INT64_MAX, Projection{}, f);
 }
-
-namespace {
-// `CASE type WHEN 'a' THEN json_remove(payload, '$.x', ...) ... END`: the projected payload column.
-std::string projection_sql(const EventStore::Projection& leave_out, const std::string& path) {
-  auto literal = [&](const std::string& s) {
-    for (char c : s) {
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '$')) {
-        throw StoreError("event log " + path + ": bad projection name '" + s + "'");
-      }
-    }
-    return "'" + s + "'";
-  };
-  std::string sql = "CASE type";
-  for (const auto& [type, paths] : leave_out) {
-    sql += " WHEN " + literal(type) + " THEN json_remove(payload";
-    for (const auto& p : paths) sql += ", " + literal(p);
-    sql += ")";
-  }
-  return sql + " END";
-}
-}  // namespace
 
 void EventStore::for_each(int64_t from_seq, const Projection& leave_out,
                           const std::function<bool(const Event&)>& f) const {
+  scan(from_seq, INT64_MAX, leave_out, f);
+}
+
+void EventStore::scan(int64_t from_seq, int64_t to_seq, const Projection& leave_out,
+                      const std::function<bool(Event&)>& f) const {
   if (from_seq < 1) from_seq = 1;
-  std::string sql = kSelectEvent;
-  int parse_col = -1;
-  if (!leave_out.empty()) {
-    sql.replace(sql.find(" FROM events"), 12,
-                ", " + projection_sql(leave_out, path_) + " FROM events");
-    parse_col = 10;
+  // The top-level member names to leave out, by event type.
+  std::vector<std::pair<std::string_view, std::vector<std::string_view>>> skip;
+  for (const auto& [type, paths] : leave_out) {
+    auto& keys = skip.emplace_back(type, std::vector<std::string_view>()).second;
+    for (const std::string& p : paths) {
+      std::string_view key(p);
+      if (key.substr(0, 2) != "$." || key.size() < 3 ||
+          key.find_first_of(".[", 2) != std::string_view::npos) {
+        throw StoreError("event log " + path_ + ": bad projection path '" + p +
+                         "' (only top-level members, \"$.name\")");
+      }
+      keys.push_back(key.substr(2));
+    }
   }
-  Stmt s(db_, path_, sql + " WHERE seq >= ? ORDER BY seq");
-  s.bind(1, from_seq);
+  static const std::vector<std::string_view> kNone;
+  Stmt s(db_, path_, std::string(kSelectEvent) + " WHERE seq >= ? AND seq <= ? ORDER BY seq");
+  s.bind(1, from_seq).bind(2, to_seq);
   int64_t expect = from_seq;
-  auto deliver = [&](Event&& e) {
-    if (e.seq != expect) {
+  Event e;  // reused: its strings keep their capacity from row to row
+  while (s.step()) {
+    int64_t seq = s.int64(0);
+    if (seq != expect) {
       throw StoreError("event log " + path_ + ": corrupted log: seq " + std::to_string(expect) +
-                       " is missing (next is " + std::to_string(e.seq) + ")");
+                       " is missing (next is " + std::to_string(seq) + ")");
     }
     ++expect;
-    return f(e);
-  };
-  if (!leave_out.empty()) {  // a fold: read on a second thread (f must not use this store)
-    pipelined_rows(s, parse_col, path_,
-                   [&](RawRow&& r) { return deliver(finish_row(std::move(r), path_)); });
-    return;
-  }
-  while (s.step()) {
-    if (!deliver(row_to_event(s, path_, parse_col))) return;
+    std::string_view type = s.text(4);
+    const std::vector<std::string_view>* keys = &kNone;
+    for (const auto& [t, k] : skip) {
+      if (t == type) keys = &k;
+    }
+    read_row(s, path_, *keys, e);
+    if (!f(e)) return;
   }
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/event.h"
@@ -51,10 +52,9 @@ class EventStore {
   // Streams events without holding them all; f returns false to stop.
   void for_each(int64_t from_seq, const std::function<bool(const Event&)>& f) const;
 
-  // Fields to leave out of the payloads of some event types: {type, {JSON path, ...}}, paths such
-  // as "$.message". A reader that needs few fields (fold) skips parsing bulky text this way: SQLite
-  // drops the fields before the payload is parsed. Checksums are still verified on the full text.
-  // This form reads rows on a second thread while f runs: f must not use this store.
+  // Top-level payload members to leave out for some event types: {type, {"$.name", ...}}. A reader
+  // that needs few fields (fold) skips building bulky values this way; checksums are still
+  // verified on the full text, but the text of a left-out member is not parsed.
   using Projection = std::vector<std::pair<std::string, std::vector<std::string>>>;
   void for_each(int64_t from_seq, const Projection& leave_out,
                 const std::function<bool(const Event&)>& f) const;
@@ -71,6 +71,27 @@ class EventStore {
   // continue this log densely (fork and replay build a new log from an old one's prefix).
   void import_events(const std::vector<Event>& events);
 
+  // Fold checkpoints (core/checkpoint.h, docs/event-log.md): a folded State stored at a seq.
+  // Derived data: deleting or damaging one loses nothing, readers verify it and fold events
+  // instead.
+  struct Checkpoint {
+    int64_t seq = 0;
+    int fold_version = 0;
+    std::string event_id;      // the id of the event at `seq` when the checkpoint was written
+    std::string log_event_id;  // the id of the event at `seq` now (empty: none)
+    std::string state;         // JSON text
+    bool checksum_ok = false;  // the row's checksum matches its fields
+  };
+  // Stores a checkpoint of the events up to `seq` in one transaction and keeps only the newest
+  // `keep` checkpoints of `fold_version` (older ones, and all of other versions, are deleted).
+  // Throws StoreError when the log has no event at `seq`.
+  void put_checkpoint(int64_t seq, int fold_version, std::string_view state_json, int keep);
+  // Checkpoints of `fold_version` with seq <= max_seq, newest first; f returns false to stop.
+  void for_each_checkpoint(int fold_version, int64_t max_seq,
+                           const std::function<bool(const Checkpoint&)>& f) const;
+  // The seq of the newest checkpoint of `fold_version`; 0 when there is none.
+  int64_t last_checkpoint_seq(int fold_version) const;
+
   // A row of the meta table (format, schema_version, run_id, created_at), if present.
   std::optional<std::string> meta(const std::string& key) const;
 
@@ -80,6 +101,9 @@ class EventStore {
  private:
   EventStore(sqlite3* db, std::string path, bool read_only);
   void insert_locked(Event& e, void* insert_stmt);  // inside a write transaction
+  // Events from_seq..to_seq in order; f may move from the event it is given.
+  void scan(int64_t from_seq, int64_t to_seq, const Projection& leave_out,
+            const std::function<bool(Event&)>& f) const;
   sqlite3* db_;
   std::string path_;
   bool read_only_;

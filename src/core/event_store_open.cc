@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "core/event_store.h"
+#include "core/schema.h"
 #include "core/sqlite_header.h"
 #include "core/sqlite_stmt.h"
 
@@ -162,13 +163,9 @@ void create_file(const std::string& path) {
                       .count();
     exec(db, tmp,
          "PRAGMA synchronous=FULL;"
-         "BEGIN;"
-         "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-         "CREATE TABLE events(seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stream TEXT NOT "
-         "NULL, recorded_at INTEGER NOT NULL, type TEXT NOT NULL, type_version INTEGER NOT NULL, "
-         "durability TEXT NOT NULL, causation TEXT NOT NULL, payload TEXT NOT NULL, checksum "
-         "INTEGER NOT NULL);"
-         "CREATE TABLE blobs(sha256 TEXT PRIMARY KEY, bytes BLOB NOT NULL);");
+         "BEGIN;");
+    exec(db, tmp, detail::kCreateTables);
+    exec(db, tmp, detail::kCreateCheckpointsTable);
     Stmt ins(db, tmp, "INSERT INTO meta(key, value) VALUES (?, ?)");
     for (auto [k, v] : {std::pair<std::string, std::string>{"format", kFormat},
                         {"schema_version", std::to_string(kSchemaVersion)},

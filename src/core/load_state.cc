@@ -2,10 +2,12 @@
 
 #include <stdexcept>
 
+#include "core/checkpoint.h"
+
 namespace marathon {
 
 namespace {
-// Bulky payload fields fold() never reads (docs/event-log.md): left to SQLite to skip.
+// Bulky payload fields fold() never reads (docs/event-log.md): their text is skipped, not parsed.
 const EventStore::Projection kFoldProjection = {
     {ev::kModelResponse, {"$.message"}},
     {ev::kToolFinished, {"$.output"}},
@@ -13,15 +15,27 @@ const EventStore::Projection kFoldProjection = {
 };
 }  // namespace
 
-State load_state(const EventStore& store, int64_t to_seq) {
+State load_state(const EventStore& store, int64_t to_seq, const LoadOptions& options,
+                 LoadStats* stats) {
+  LoadStats local;
+  LoadStats& st = stats ? *stats : local;
+  st = LoadStats{};
   State s;
+  if (options.use_checkpoints) {
+    if (auto c = read_checkpoint(store, to_seq, &st.rejected_checkpoints)) {
+      s = std::move(*c);
+      st.checkpoint_seq = s.last_seq;
+    }
+  }
   try {
-    store.for_each(1, kFoldProjection, [&](const Event& e) {
+    store.for_each(s.last_seq + 1, kFoldProjection, [&](const Event& e) {
       if (e.seq > to_seq) return false;
       apply(s, e);
+      ++st.events_folded;
       return true;
     });
-    // The calls still in flight get their arguments from their full tool.started events.
+    // The calls still in flight get their arguments from their full tool.started events (those
+    // from a checkpoint too: the result never depends on what a writer stored there).
     for (auto& [id, call] : s.in_flight) {
       auto started = store.read(call.started_seq, call.started_seq);
       if (started.size() == 1) call.arguments = started[0].payload.value("arguments", json());

@@ -42,4 +42,26 @@ class Stmt {
 // Runs SQL with no result rows (may hold several statements).
 void exec(sqlite3* db, const std::string& path, const char* sql);
 
+// BEGIN IMMEDIATE ... COMMIT; rolls back unless committed.
+class WriteTx {
+ public:
+  WriteTx(sqlite3* db, const std::string& path) : db_(db), path_(path) {
+    exec(db, path, "BEGIN IMMEDIATE");
+  }
+  ~WriteTx() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  WriteTx(const WriteTx&) = delete;
+  WriteTx& operator=(const WriteTx&) = delete;
+  void commit() {
+    exec(db_, path_, "COMMIT");
+    done_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+  bool done_ = false;
+};
+
 }  // namespace marathon::detail

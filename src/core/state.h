@@ -17,6 +17,8 @@ struct BudgetLimits {
   int64_t max_tokens = 0;   // 0: no limit
   double max_cost_usd = 0;  // 0: no limit
   double max_gpu_s = 0;     // 0: no limit
+
+  bool operator==(const BudgetLimits&) const = default;
 };
 
 struct BudgetUsed {
@@ -27,6 +29,8 @@ struct BudgetUsed {
   double cost_usd = 0;
   double wall_s = 0;  // active time: sum over run segments (created/resumed -> last event)
   double gpu_s = 0;
+
+  bool operator==(const BudgetUsed&) const = default;
 };
 
 struct GoalState {
@@ -37,6 +41,8 @@ struct GoalState {
   std::string status = "active";  // active | paused | cleared | done
   std::string progress;           // free text, set by goal verbs
   int turns_without_progress = 0;
+
+  bool operator==(const GoalState&) const = default;
 };
 
 struct LedgerEntry {
@@ -48,6 +54,8 @@ struct LedgerEntry {
   std::optional<double> score;
   std::string failure;            // why it failed, if it did
   json figures = json::object();  // key profiler figures, speed-ups
+
+  bool operator==(const LedgerEntry&) const = default;
 };
 
 struct InFlightTool {
@@ -55,6 +63,8 @@ struct InFlightTool {
   std::string name;
   json arguments;
   int64_t started_seq = 0;
+
+  bool operator==(const InFlightTool&) const = default;
 };
 
 struct ToolCallRecord {  // a finished tool call, in order (for prompt assembly / elision)
@@ -63,12 +73,16 @@ struct ToolCallRecord {  // a finished tool call, in order (for prompt assembly 
   int64_t started_seq = 0;
   int64_t finished_seq = 0;
   bool ok = false;
+
+  bool operator==(const ToolCallRecord&) const = default;
 };
 
 struct Summary {  // the installed compaction summary
   std::string text;
   int64_t summarized_through = 0;  // seq: events up to here are covered by the summary
   int64_t installed_seq = 0;
+
+  bool operator==(const Summary&) const = default;
 };
 
 struct State {
@@ -114,6 +128,8 @@ struct State {
   int64_t last_goal_turn = 0;    // `turn` of the last model.request
   std::string forked_from;       // run id this run was forked from (run.forked)
   int64_t forked_at_seq = 0;
+
+  bool operator==(const State&) const = default;
 };
 
 // JSON view of the state (used by `marathon status --json`; includes the fields that contract
