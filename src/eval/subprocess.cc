@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,9 +56,14 @@ bool read_some(int fd, std::string& out, size_t cap, bool& truncated) {
   return true;
 }
 
-// Child side after fork: only async-signal-safe calls.
+// Child side after fork: only async-signal-safe calls. `parent` is the runner's pid.
 [[noreturn]] void exec_child(const ProcessSpec& spec, char* const* argv, char* const* envp,
-                             int out_w, int err_w, int status_w) {
+                             int out_w, int err_w, int status_w, pid_t parent) {
+  // The evaluator dies with the runner (SIGKILL included): a killed runner must not leave an
+  // evaluator holding the GPU. If the runner died before this line, no signal will come: exit.
+  // (Kept across exec; it reaches only this process, not grandchildren in its group.)
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
   setpgid(0, 0);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, 0);
@@ -104,12 +110,13 @@ ProcessResult run_process(const ProcessSpec& spec) {
 
   Pipe out, err, status;
   const auto t0 = Clock::now();
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     res.spawn_error = std::string("fork: ") + std::strerror(errno);
     return res;
   }
-  if (pid == 0) exec_child(spec, argv.data(), envp.data(), out.w, err.w, status.w);
+  if (pid == 0) exec_child(spec, argv.data(), envp.data(), out.w, err.w, status.w, parent);
   setpgid(pid, pid);  // also in the child: whichever runs first, the group exists before a kill
   out.close_w();
   err.close_w();
