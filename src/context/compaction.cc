@@ -37,12 +37,13 @@ std::string trim(const std::string& s) {
 }
 
 // The turns (after, through] as plain text lines, newest kept when over max_tokens.
-std::string turns_text(const std::vector<Event>& events, int64_t after, int64_t through,
-                       int64_t elided_through, int64_t max_tokens, const ContextConfig& config) {
+std::string turns_text(std::span<const PreparedUnit> units, int64_t through, int64_t elided_through,
+                       int64_t max_tokens, const ContextConfig& config) {
   std::vector<std::string> lines;
-  for (const Unit& u : build_units(events, after)) {
+  for (const PreparedUnit& u : units) {
     if (u.last_seq > through) break;
-    for (const TranscriptMessage& m : u.messages) {
+    for (const PreparedMessage& pm : u.messages) {
+      const TranscriptMessage& m = pm.raw;
       const json& msg = m.message;
       const std::string role = msg.value("role", "");
       const std::string content = msg.value("content", "");
@@ -121,9 +122,11 @@ std::string validate_summary(const std::string& text, const ContextConfig& confi
   return "";
 }
 
-PolicyRequest summary_request(const State& state, const std::vector<Event>& events,
-                              const ContextConfig& config, const std::string& previous_summary,
-                              int64_t after_seq, int64_t through_seq, int64_t elided_through) {
+namespace {
+
+PolicyRequest summary_request_from(std::span<const PreparedUnit> units, const State& state,
+                                   const ContextConfig& config, const std::string& previous_summary,
+                                   int64_t after_seq, int64_t through_seq, int64_t elided_through) {
   const int64_t words = std::max<int64_t>(60, config.frac(config.max_summary) * 6 / 10);
   std::string user =
       "Previous summary:\n" +
@@ -131,7 +134,7 @@ PolicyRequest summary_request(const State& state, const std::vector<Event>& even
       fmt::format("\n\nTurns to summarise (events {} to {}):\n", after_seq + 1, through_seq);
   const int64_t input_cap =
       std::max<int64_t>(512, config.frac(0.5) - estimate_text_tokens(user) - 600);
-  user += turns_text(events, after_seq, through_seq, elided_through, input_cap, config);
+  user += turns_text(units, through_seq, elided_through, input_cap, config);
   PolicyRequest r;
   r.messages =
       json::array({json{{"role", "system"}, {"content", fmt::format(kSummariserSystem, words)}},
@@ -139,6 +142,16 @@ PolicyRequest summary_request(const State& state, const std::vector<Event>& even
   r.tools = json::array();
   r.state = &state;
   return r;
+}
+
+}  // namespace
+
+PolicyRequest summary_request(const State& state, const std::vector<Event>& events,
+                              const ContextConfig& config, const std::string& previous_summary,
+                              int64_t after_seq, int64_t through_seq, int64_t elided_through) {
+  PromptCache cache(config);
+  return summary_request_from(cache.units_after(events, after_seq), state, config, previous_summary,
+                              after_seq, through_seq, elided_through);
 }
 
 std::string structural_summary(const State& state, const std::vector<Event>& events,
@@ -201,7 +214,15 @@ std::string structural_summary(const State& state, const std::vector<Event>& eve
 
 CompactionPlan plan_compaction(const State& state, const std::vector<Event>& events,
                                const ContextConfig& config, const json& tools, Force force) {
-  CompactionLog c = read_compaction_log(events);
+  PromptCache cache(config, tools);
+  return plan_compaction(cache, state, events, force);
+}
+
+CompactionPlan plan_compaction(PromptCache& cache, const State& state,
+                               const std::vector<Event>& events, Force force) {
+  cache.update(events);
+  const ContextConfig& config = cache.config();
+  const CompactionLog& c = cache.compaction_log();
   CompactionPlan p;
   p.elide_through = c.elided_through;
   p.summarize_through = c.summarized_through;
@@ -224,7 +245,7 @@ CompactionPlan plan_compaction(const State& state, const std::vector<Event>& eve
   p.trigger = manual ? "manual" : "auto";
   p.reason = overflow ? "context_length_error" : manual ? "manual_request" : "soft_threshold";
 
-  Layout l = make_layout(state, events, config, tools, c.summarized_through);
+  Layout l = make_layout(state, cache);
   ContextView v{c.summary, c.summarized_through, c.elided_through};
   p.tokens_before = natural_tokens(l, v, config);
   if (!manual && !overflow) {
@@ -238,7 +259,8 @@ CompactionPlan plan_compaction(const State& state, const std::vector<Event>& eve
   // Stage 1: keep the newest outputs up to keep_recent_outputs (never the newest unit's).
   std::vector<OutputRef> outputs;
   for (size_t i = 0; i + 1 < l.units.size(); ++i) {
-    for (const TranscriptMessage& m : l.units[i].messages) {
+    for (const PreparedMessage& pm : l.units[i].messages) {
+      const TranscriptMessage& m = pm.raw;
       if (!m.tool_output || m.seq <= c.elided_through) continue;
       if (m.content_bytes <= config.elide_min_bytes) continue;
       outputs.push_back({m.seq, m.content_tokens});
@@ -271,8 +293,8 @@ CompactionPlan plan_compaction(const State& state, const std::vector<Event>& eve
   const int64_t keep_turns = config.frac(config.keep_recent_turns * shrink);
   acc = 0;
   for (size_t i = l.units.size(); i > 0; --i) {
-    const Unit& u = l.units[i - 1];
-    acc += calibrated(unit_tokens(u, p.elide_through, config), l.ratio);
+    const PreparedUnit& u = l.units[i - 1];
+    acc += calibrated(u.tokens_at(p.elide_through), l.ratio);
     if (i != l.units.size() && acc > keep_turns) {
       p.summarize_through = u.last_seq;
       break;
@@ -296,15 +318,26 @@ CompactionPlan plan_compaction(const State& state, const std::vector<Event>& eve
 CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
                                 const std::vector<Event>& events, const ContextConfig& config,
                                 Policy* summariser, const ContextIO& io, const json& tools) {
+  PromptCache cache(config, tools);
+  return run_compaction(cache, plan, state, events, summariser, io);
+}
+
+CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, const State& state,
+                                const std::vector<Event>& events, Policy* summariser,
+                                const ContextIO& io) {
   using A = CompactionPlan::Action;
   CompactionResult r;
   r.tokens_before = plan.tokens_before;
   if (plan.action == A::kNone) return r;
   auto append = [&](NewEvent e) { r.appended.push_back(io.append(e)); };
 
-  // Everything read from state and events happens here, before the first append.
-  const CompactionLog c = read_compaction_log(events);
-  const Layout after_layout = make_layout(state, events, config, tools, plan.summarize_through);
+  // Everything read from state, events and the cache happens here, before the first append.
+  cache.update(events);
+  const ContextConfig& config = cache.config();
+  const CompactionLog c = cache.compaction_log();
+  const Layout layout = make_layout(state, cache);  // units after the installed summary point
+  Layout after_layout = layout;
+  after_layout.units = cache.units_after(events, plan.summarize_through);
   auto tokens_with = [&](const std::string& summary) {
     return natural_tokens(after_layout,
                           ContextView{summary, plan.summarize_through, plan.elide_through}, config);
@@ -380,16 +413,15 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
   std::string text;
   std::string model_error;
   if (plan.action == A::kSummarise) {
-    PolicyRequest req = summary_request(state, events, config, c.summary, after,
-                                        plan.summarize_through, plan.elide_through);
+    PolicyRequest req = summary_request_from(layout.units, state, config, c.summary, after,
+                                             plan.summarize_through, plan.elide_through);
     if (plan.elide_through > c.elided_through && plan.trigger == "auto") {
       json p = base;
       p["outcome"] = "compacted";
       p["source"] = "elision";
       p["summarized_through"] = c.summarized_through;
-      p["tokens_after"] =
-          natural_tokens(make_layout(state, events, config, tools, c.summarized_through),
-                         ContextView{c.summary, c.summarized_through, plan.elide_through}, config);
+      p["tokens_after"] = natural_tokens(
+          layout, ContextView{c.summary, c.summarized_through, plan.elide_through}, config);
       append(make_event(kCompactionElided, p));
     }
     PolicyReply reply;

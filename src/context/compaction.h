@@ -7,15 +7,17 @@
 //                                                    from state when the model's is empty, too long
 //                                                    or failed); outcome compacted|noop|failed
 //
-// How the loop uses it, once per step before building the request:
+// How the loop uses it, once per step before building the request, with one PromptCache kept for
+// the run (prompt_cache.h; each call reads only the events appended since the previous one):
 //
-//   auto plan = context::plan_compaction(state, events, cfg, tools);
-//   if (plan.needed()) context::run_compaction(plan, state, events, cfg, &policy, io);
-//   auto prompt = context::build_prompt(state, events, cfg, tools);   // prompt_builder.h
-//   ... append model.request{..., tokens_estimate: prompt.tokens_raw}, call the policy ...
+//   context::PromptCache cache(cfg, tools);
+//   auto plan = context::plan_compaction(cache, state, events);
+//   if (plan.needed()) context::run_compaction(cache, plan, state, events, &policy, io);
+//   auto prompt = context::build_prompt(cache, state, events);       // prompt_builder.h
+//   ... append model.request{prompt_sha: prompt.sha256, tokens_estimate: prompt.tokens_raw} ...
 //   if (context::is_context_length_error(reply)) {                    // once per step
-//     auto p2 = context::plan_compaction(state, events, cfg, tools, context::Force::kOverflow);
-//     context::run_compaction(p2, state, events, cfg, &policy, io);
+//     auto p2 = context::plan_compaction(cache, state, events, context::Force::kOverflow);
+//     context::run_compaction(cache, p2, state, events, &policy, io);
 //     rebuild the prompt and retry the request once
 //   }
 //
@@ -78,6 +80,11 @@ struct CompactionResult {
   int64_t tokens_after = 0;
 };
 
+// With the loop's cache (prompt_cache.h): brought up to `events`, then read (cost O(units)).
+CompactionPlan plan_compaction(PromptCache& cache, const State& state,
+                               const std::vector<Event>& events, Force force = Force::kNone);
+
+// The same from scratch (a fresh cache).
 CompactionPlan plan_compaction(const State& state, const std::vector<Event>& events,
                                const ContextConfig& config, const json& tools = json::array(),
                                Force force = Force::kNone);
@@ -85,6 +92,11 @@ CompactionPlan plan_compaction(const State& state, const std::vector<Event>& eve
 // Runs a plan. `summariser` may be null (structural summary only, e.g. `marathon compact --now`).
 // Never throws for a summariser failure (it becomes the structural fallback); an append failure
 // propagates (the log is the source of truth and the caller must stop).
+CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, const State& state,
+                                const std::vector<Event>& events, Policy* summariser,
+                                const ContextIO& io);
+
+// The same from scratch (a fresh cache).
 CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
                                 const std::vector<Event>& events, const ContextConfig& config,
                                 Policy* summariser, const ContextIO& io,

@@ -36,6 +36,9 @@ struct CompactionLog {
   json open_response;
 };
 
+// Folds one event into `log` (events in seq order); read_compaction_log is this over the whole log.
+void apply_compaction_event(CompactionLog& log, const Event& e);
+
 CompactionLog read_compaction_log(const std::vector<Event>& events);
 
 }  // namespace marathon::context

@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <optional>
-
 #include "context/compaction_log.h"
 #include "context/goal_block.h"
 #include "context/ledger_view.h"
+#include "context/sha256_stream.h"
 #include "context/token_estimate.h"
 
 namespace marathon::context {
@@ -48,30 +47,7 @@ std::string join_system(const Layout& l, const ContextView& v, int64_t omitted) 
   return s;
 }
 
-std::string cap_output(const std::string& content, int64_t seq, int64_t max_tokens) {
-  if (estimate_text_tokens(content) <= max_tokens) return content;
-  // Cut by bytes: an output that estimates above its cap is cut to 3 bytes per allowed token,
-  // shrinking in proportion until it fits.
-  size_t keep = static_cast<size_t>(std::max<int64_t>(64, max_tokens * 3));
-  std::string cut;
-  while (true) {
-    size_t n = std::min(keep, content.size());
-    while (n > 0 && (static_cast<unsigned char>(content[n]) & 0xC0) == 0x80) --n;
-    cut = content.substr(0, n);
-    int64_t est = estimate_text_tokens(cut);
-    if (est <= max_tokens || keep <= 64) break;
-    keep = static_cast<size_t>(static_cast<double>(keep) * 0.95 * static_cast<double>(max_tokens) /
-                               static_cast<double>(est));
-  }
-  return cut +
-         fmt::format("\n[output cut to fit the context window; full output: recall(seq={})]", seq);
-}
-
 }  // namespace
-
-std::string elision_pointer(int64_t seq) {
-  return fmt::format("[output elided: recall(seq={})]", seq);
-}
 
 std::string system_rules(const State& state) {
   std::string s = kRules;
@@ -109,8 +85,8 @@ std::string task_message(const State& state) {
   return s;
 }
 
-Layout make_layout(const State& state, const std::vector<Event>& events,
-                   const ContextConfig& config, const json& tools, int64_t summarized_through) {
+Layout make_layout(const State& state, const PromptCache& cache) {
+  const ContextConfig& config = cache.config();
   Layout l;
   l.rules = system_rules(state);
   l.goal = render_goal_block(state);
@@ -121,54 +97,10 @@ Layout make_layout(const State& state, const std::vector<Event>& events,
   lo.direction = state.goal.direction;
   l.ledger = render_ledger_view(state.ledger, lo);
   l.kickoff = json{{"role", "user"}, {"content", task_message(state)}};
-  l.units = build_units(events, summarized_through);
-  l.ratio = fit_token_ratio(events);
-  l.tools_tokens = tools.is_array() && !tools.empty() ? estimate_text_tokens(tools.dump()) : 0;
+  l.units = cache.units();
+  l.ratio = cache.ratio();
+  l.tools_tokens = cache.tools_tokens();
   return l;
-}
-
-namespace {
-
-// The content a message is sent with (elided or cut), or nullopt when it goes as logged; its
-// tokens.
-struct Shown {
-  std::optional<std::string> content;
-  int64_t tokens = 0;
-};
-
-Shown shown(const TranscriptMessage& m, int64_t elided_through, const ContextConfig& config) {
-  Shown s;
-  s.tokens = m.tokens;
-  if (!m.tool_output) return s;
-  if (m.seq <= elided_through && m.content_bytes > config.elide_min_bytes) {
-    s.content = elision_pointer(m.seq);
-  } else {
-    const int64_t output_cap = std::max<int64_t>(200, config.frac(0.15));
-    if (m.content_tokens <= output_cap) return s;
-    s.content =
-        cap_output(m.message.at("content").get_ref<const std::string&>(), m.seq, output_cap);
-  }
-  s.tokens = m.tokens - m.content_tokens + estimate_text_tokens(*s.content);
-  return s;
-}
-
-}  // namespace
-
-json unit_messages(const Unit& unit, int64_t elided_through, const ContextConfig& config) {
-  json out = json::array();
-  for (const TranscriptMessage& m : unit.messages) {
-    Shown s = shown(m, elided_through, config);
-    json msg = m.message;
-    if (s.content) msg["content"] = std::move(*s.content);
-    out.push_back(std::move(msg));
-  }
-  return out;
-}
-
-int64_t unit_tokens(const Unit& unit, int64_t elided_through, const ContextConfig& config) {
-  int64_t t = 0;
-  for (const TranscriptMessage& m : unit.messages) t += shown(m, elided_through, config).tokens;
-  return t;
 }
 
 Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& config,
@@ -179,58 +111,69 @@ Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& conf
   p.elided_through = v.elided_through;
   p.units_total = static_cast<int64_t>(l.units.size());
 
-  std::vector<int64_t> tokens;
-  tokens.reserve(l.units.size());
-  for (const Unit& u : l.units) tokens.push_back(unit_tokens(u, v.elided_through, config));
-
   // Fixed part: system (with room for the omission note) + task message + tools.
   const int64_t kickoff_tokens = estimate_message_tokens(l.kickoff);
   const int64_t fixed_raw =
       3 + l.tools_tokens + kickoff_tokens +
       estimate_message_tokens(json{{"role", "system"}, {"content", join_system(l, v, 0)}});
   size_t first = 0;  // first unit included
+  int64_t units_raw = 0;
   if (enforce_hard_cap) {
     const int64_t limit = config.hard_tokens();
     int64_t total = calibrated(fixed_raw + 40, l.ratio);  // 40: the omission note
-    size_t i = tokens.size();
+    size_t i = l.units.size();
     while (i > 0) {
-      int64_t next = total + calibrated(tokens[i - 1], l.ratio);
-      if (next > limit && i != tokens.size()) break;  // always keep the newest unit
+      const int64_t t = l.units[i - 1].tokens_at(v.elided_through);
+      int64_t next = total + calibrated(t, l.ratio);
+      if (next > limit && i != l.units.size()) break;  // always keep the newest unit
       total = next;
+      units_raw += t;
       --i;
     }
     first = i;
+  } else {
+    for (const PreparedUnit& u : l.units) units_raw += u.tokens_at(v.elided_through);
   }
   p.units_omitted = static_cast<int64_t>(first);
 
   json system{{"role", "system"}, {"content", join_system(l, v, p.units_omitted)}};
-  p.tokens_raw = 3 + l.tools_tokens + kickoff_tokens + estimate_message_tokens(system);
-  for (size_t i = first; i < tokens.size(); ++i) p.tokens_raw += tokens[i];
+  p.tokens_raw = 3 + l.tools_tokens + kickoff_tokens + estimate_message_tokens(system) + units_raw;
   p.tokens_estimate = calibrated(p.tokens_raw, l.ratio);
   if (!with_messages) return p;
+
+  // The request's messages, and the sha256 of their JSON text from the pieces (each message
+  // serialised once, when the cache prepared it): "[" m0 "," m1 ... "]" is what dump() writes.
+  Sha256Stream sha;
+  sha.add("[");
+  sha.add(system.dump());
+  sha.add(",");
+  sha.add(l.kickoff.dump());
+  p.messages.get_ref<json::array_t&>().reserve(2 + 2 * (l.units.size() - first));
   p.messages.push_back(std::move(system));
   p.messages.push_back(l.kickoff);
   for (size_t i = first; i < l.units.size(); ++i) {
-    for (const TranscriptMessage& m : l.units[i].messages) {
-      Shown s = shown(m, v.elided_through, config);
-      if (!s.content) {
-        p.messages.push_back(m.message);
-      } else {
-        json msg = m.message;
-        msg["content"] = std::move(*s.content);
-        p.messages.push_back(std::move(msg));
-      }
+    for (const PreparedMessage& m : l.units[i].messages) {
+      sha.add(",");
+      sha.add(m.sent_dump(v.elided_through));
+      p.messages.push_back(m.sent(v.elided_through));
     }
   }
+  sha.add("]");
+  p.sha256 = sha.hex();
   return p;
+}
+
+Prompt build_prompt(PromptCache& cache, const State& state, const std::vector<Event>& events) {
+  cache.update(events);
+  const CompactionLog& c = cache.compaction_log();
+  ContextView v{c.summary, c.summarized_through, c.elided_through};
+  return assemble(make_layout(state, cache), v, cache.config(), /*enforce_hard_cap=*/true);
 }
 
 Prompt build_prompt(const State& state, const std::vector<Event>& events,
                     const ContextConfig& config, const json& tools) {
-  CompactionLog c = read_compaction_log(events);
-  ContextView v{c.summary, c.summarized_through, c.elided_through};
-  Layout l = make_layout(state, events, config, tools, c.summarized_through);
-  return assemble(l, v, config, /*enforce_hard_cap=*/true);
+  PromptCache cache(config, tools);
+  return build_prompt(cache, state, events);
 }
 
 }  // namespace marathon::context

@@ -1,4 +1,5 @@
-// PromptBuilder: the request the loop sends, as a pure function of (State, events, config).
+// PromptBuilder: the request the loop sends, as a pure function of (State, events, config); the
+// loop keeps a PromptCache (prompt_cache.h) between steps, which changes the cost, not the bytes.
 // The same state and log give the same bytes (no clock, no randomness, no map-order surprises), so
 // a resumed run sends exactly the prompt the uninterrupted one would have.
 //
@@ -13,17 +14,19 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "context/context_config.h"
-#include "context/transcript.h"
+#include "context/prompt_cache.h"
 #include "core/state.h"
 
 namespace marathon::context {
 
 struct Prompt {
   json messages = json::array();
+  std::string sha256;           // sha256 of messages.dump() (model.request prompt_sha)
   int64_t tokens_raw = 0;       // raw estimate (log this as model.request tokens_estimate)
   int64_t tokens_estimate = 0;  // calibrated estimate (what thresholds compare against)
   double ratio = 1.0;           // calibration ratio used
@@ -33,7 +36,11 @@ struct Prompt {
   int64_t elided_through = 0;
 };
 
-// The prompt for the next model request, with the log's compaction state.
+// The prompt for the next model request, with the log's compaction state. The cache is brought up
+// to `events` first (only the new events are read); `state` is the fold of `events`.
+Prompt build_prompt(PromptCache& cache, const State& state, const std::vector<Event>& events);
+
+// The same from scratch (a fresh cache): what a process that has just opened the log builds.
 Prompt build_prompt(const State& state, const std::vector<Event>& events,
                     const ContextConfig& config, const json& tools = json::array());
 
@@ -47,23 +54,18 @@ struct ContextView {
 };
 
 struct Layout {
-  std::string rules;        // system rules
-  std::string goal;         // goal block
-  std::string ledger;       // ledger view
-  json kickoff;             // the task message
-  std::vector<Unit> units;  // raw units after the summary point
+  std::string rules;                    // system rules
+  std::string goal;                     // goal block
+  std::string ledger;                   // ledger view
+  json kickoff;                         // the task message
+  std::span<const PreparedUnit> units;  // units after the summary point (owned by a PromptCache)
   double ratio = 1.0;
   int64_t tools_tokens = 0;
 };
 
-Layout make_layout(const State& state, const std::vector<Event>& events,
-                   const ContextConfig& config, const json& tools, int64_t summarized_through);
-
-// A unit's messages with elision (seq <= elided_through) and the per-output cap applied.
-json unit_messages(const Unit& unit, int64_t elided_through, const ContextConfig& config);
-
-// Tokens (raw) of a unit as it would be sent.
-int64_t unit_tokens(const Unit& unit, int64_t elided_through, const ContextConfig& config);
+// The layout with the cache's units (after its installed summary point). The cache must be up to
+// date (PromptCache::update).
+Layout make_layout(const State& state, const PromptCache& cache);
 
 // Prompt from a layout and a view. With enforce_hard_cap the oldest units are dropped to fit.
 // Without with_messages only the counts are filled (what compaction planning needs).
@@ -72,6 +74,5 @@ Prompt assemble(const Layout& layout, const ContextView& view, const ContextConf
 
 std::string system_rules(const State& state);
 std::string task_message(const State& state);
-std::string elision_pointer(int64_t seq);
 
 }  // namespace marathon::context

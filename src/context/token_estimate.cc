@@ -139,4 +139,43 @@ double fit_token_ratio(const std::vector<Event>& events, int max_pairs) {
   return std::clamp(sum_reported / sum_estimated, 0.5, 4.0);
 }
 
+void TokenRatioFit::add(const Event& e) {
+  // fit_token_ratio walks backwards and pairs each request with the first response after it.
+  if (e.type == ev::kModelRequest) {
+    pending_estimate_ = 0;
+    const json& p = e.payload;
+    if (p.contains("tokens_estimate") && p["tokens_estimate"].is_number()) {
+      pending_estimate_ = p["tokens_estimate"].get<int64_t>();
+    }
+    awaiting_response_ = true;
+  } else if (e.type == ev::kModelResponse) {
+    if (!awaiting_response_) return;
+    awaiting_response_ = false;
+    int64_t reported = 0;
+    const json& p = e.payload;
+    if (p.contains("usage") && p["usage"].is_object()) {
+      const json& u = p["usage"];
+      if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number()) {
+        reported = u["prompt_tokens"].get<int64_t>();
+      }
+    }
+    if (p.contains("purpose")) reported = 0;
+    if (reported > 0 && pending_estimate_ > 0) {
+      pairs_.push_back({pending_estimate_, reported});
+      if (static_cast<int>(pairs_.size()) > max_pairs_) pairs_.pop_front();
+    }
+  }
+}
+
+double TokenRatioFit::ratio() const {
+  double sum_estimated = 0;
+  double sum_reported = 0;
+  for (auto it = pairs_.rbegin(); it != pairs_.rend(); ++it) {  // newest first, as the walk adds
+    sum_estimated += static_cast<double>(it->estimated);
+    sum_reported += static_cast<double>(it->reported);
+  }
+  if (pairs_.empty() || sum_estimated <= 0) return 1.0;
+  return std::clamp(sum_reported / sum_estimated, 0.5, 4.0);
+}
+
 }  // namespace marathon::context

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string_view>
 #include <vector>
 
@@ -28,6 +29,25 @@ int64_t estimate_request_tokens(const json& messages, const json& tools);
 // The calibration ratio fitted from the log (pure). 1.0 when the log has no usable pair; clamped to
 // [0.5, 4.0] so one odd provider report cannot make the estimate absurd.
 double fit_token_ratio(const std::vector<Event>& events, int max_pairs = 32);
+
+// The same fit kept up to date event by event (events in seq order): ratio() after adding every
+// event of a log equals fit_token_ratio(log, max_pairs), bit for bit.
+class TokenRatioFit {
+ public:
+  explicit TokenRatioFit(int max_pairs = 32) : max_pairs_(max_pairs) {}
+  void add(const Event& e);
+  double ratio() const;
+
+ private:
+  struct Pair {
+    int64_t estimated;
+    int64_t reported;
+  };
+  int max_pairs_;
+  std::deque<Pair> pairs_;  // oldest first, at most max_pairs_
+  int64_t pending_estimate_ = 0;
+  bool awaiting_response_ = false;  // a model.request not yet followed by a model.response
+};
 
 inline int64_t calibrated(int64_t raw, double ratio) {
   return static_cast<int64_t>(static_cast<double>(raw) * ratio + 0.999);

@@ -1,7 +1,6 @@
 #include "context/transcript.h"
 
 #include <algorithm>
-#include <map>
 
 #include "context/token_estimate.h"
 
@@ -40,92 +39,17 @@ bool is_conversation_response(const Event& e) {
   return has_calls || !str_or_empty(m, "content").empty();
 }
 
-class UnitBuilder {
- public:
-  explicit UnitBuilder(std::vector<Unit>& out) : out_(out) {}
-
-  void assistant(const Event& e) {
-    close();
-    const json& m = e.payload.at("message");
-    json msg{{"role", "assistant"}, {"content", str_or_empty(m, "content")}};
-    if (m.contains("tool_calls") && m.at("tool_calls").is_array() && !m.at("tool_calls").empty()) {
-      json calls = json::array();
-      for (const json& c : m.at("tool_calls")) {
-        calls.push_back(canonical_tool_call(c));
-        call_order_.push_back(call_id_of(calls.back()));
-      }
-      msg["tool_calls"] = std::move(calls);
-    }
-    open_ = true;
-    unit_.first_seq = unit_.last_seq = e.seq;
-    unit_.messages.push_back({e.seq, std::move(msg), false, ""});
-  }
-
-  void tool_result(const Event& e) {
-    if (!open_) return;
-    const std::string& id = str_or_empty(e.payload, "call_id");
-    if (std::find(call_order_.begin(), call_order_.end(), id) == call_order_.end()) return;
-    if (results_.count(id)) return;  // a second result for one call: keep the first
-    std::string content = str_or_empty(e.payload, "output");
-    if (e.payload.value("interrupted", false) && content.empty()) {
-      content = "[interrupted: the run stopped while this call was in flight]";
-    }
-    json msg{{"role", "tool"}, {"tool_call_id", id}, {"content", std::move(content)}};
-    results_[id] =
-        TranscriptMessage{e.seq, std::move(msg), true, str_or_empty(e.payload, "output_sha")};
-    unit_.last_seq = std::max(unit_.last_seq, e.seq);
-  }
-
-  void user(const Event& e) {
-    close();
-    json msg{{"role", "user"}, {"content", str_or_empty(e.payload, "content")}};
-    Unit u;
-    u.first_seq = u.last_seq = e.seq;
-    u.messages.push_back({e.seq, std::move(msg), false, ""});
-    finish(u);
-    out_.push_back(std::move(u));
-  }
-
-  void close() {
-    if (!open_) return;
-    for (const std::string& id : call_order_) {
-      auto it = results_.find(id);
-      if (it != results_.end()) {
-        unit_.messages.push_back(std::move(it->second));
-      } else {
-        json msg{{"role", "tool"},
-                 {"tool_call_id", id},
-                 {"content", "[no result recorded for this call]"}};
-        unit_.messages.push_back({unit_.last_seq, std::move(msg), false, ""});
-      }
-    }
-    finish(unit_);
-    out_.push_back(std::move(unit_));
-    unit_ = Unit{};
-    call_order_.clear();
-    results_.clear();
-    open_ = false;
-  }
-
- private:
-  static void finish(Unit& u) {
-    for (TranscriptMessage& m : u.messages) {
-      m.tokens = estimate_message_tokens(m.message);
-      const json& c = m.message["content"];
-      if (c.is_string()) {
-        const std::string& text = c.get_ref<const std::string&>();
-        m.content_bytes = static_cast<int64_t>(text.size());
-        m.content_tokens = estimate_text_tokens(text);
-      }
+void finish(Unit& u) {
+  for (TranscriptMessage& m : u.messages) {
+    m.tokens = estimate_message_tokens(m.message);
+    const json& c = m.message["content"];
+    if (c.is_string()) {
+      const std::string& text = c.get_ref<const std::string&>();
+      m.content_bytes = static_cast<int64_t>(text.size());
+      m.content_tokens = estimate_text_tokens(text);
     }
   }
-
-  std::vector<Unit>& out_;
-  Unit unit_;
-  bool open_ = false;
-  std::vector<std::string> call_order_;
-  std::map<std::string, TranscriptMessage> results_;
-};
+}
 
 }  // namespace
 
@@ -135,20 +59,103 @@ size_t first_index_after(const std::vector<Event>& events, int64_t after_seq) {
   return static_cast<size_t>(it - events.begin());
 }
 
-std::vector<Unit> build_units(const std::vector<Event>& events, int64_t after_seq) {
-  std::vector<Unit> units;
-  UnitBuilder b(units);
-  for (size_t i = first_index_after(events, after_seq); i < events.size(); ++i) {
-    const Event& e = events[i];
-    if (is_conversation_response(e)) {
-      b.assistant(e);
-    } else if (e.type == ev::kToolFinished) {
-      b.tool_result(e);
-    } else if (e.type == kUserMessage) {
-      b.user(e);
+void UnitBuilder::add(const Event& e, std::vector<Unit>& out) {
+  if (is_conversation_response(e)) {
+    assistant(e, out);
+  } else if (e.type == ev::kToolFinished) {
+    tool_result(e);
+  } else if (e.type == kUserMessage) {
+    user(e, out);
+  }
+}
+
+void UnitBuilder::assistant(const Event& e, std::vector<Unit>& out) {
+  close(out);
+  const json& m = e.payload.at("message");
+  json msg{{"role", "assistant"}, {"content", str_or_empty(m, "content")}};
+  if (m.contains("tool_calls") && m.at("tool_calls").is_array() && !m.at("tool_calls").empty()) {
+    json calls = json::array();
+    for (const json& c : m.at("tool_calls")) {
+      calls.push_back(canonical_tool_call(c));
+      call_order_.push_back(call_id_of(calls.back()));
+    }
+    msg["tool_calls"] = std::move(calls);
+  }
+  open_ = true;
+  unit_.first_seq = unit_.last_seq = e.seq;
+  unit_.messages.push_back({e.seq, std::move(msg), false, ""});
+}
+
+void UnitBuilder::tool_result(const Event& e) {
+  if (!open_) return;
+  const std::string& id = str_or_empty(e.payload, "call_id");
+  if (std::find(call_order_.begin(), call_order_.end(), id) == call_order_.end()) return;
+  if (results_.count(id)) return;  // a second result for one call: keep the first
+  std::string content = str_or_empty(e.payload, "output");
+  if (e.payload.value("interrupted", false) && content.empty()) {
+    content = "[interrupted: the run stopped while this call was in flight]";
+  }
+  json msg{{"role", "tool"}, {"tool_call_id", id}, {"content", std::move(content)}};
+  results_[id] =
+      TranscriptMessage{e.seq, std::move(msg), true, str_or_empty(e.payload, "output_sha")};
+  unit_.last_seq = std::max(unit_.last_seq, e.seq);
+}
+
+void UnitBuilder::user(const Event& e, std::vector<Unit>& out) {
+  close(out);
+  json msg{{"role", "user"}, {"content", str_or_empty(e.payload, "content")}};
+  Unit u;
+  u.first_seq = u.last_seq = e.seq;
+  u.messages.push_back({e.seq, std::move(msg), false, ""});
+  finish(u);
+  out.push_back(std::move(u));
+}
+
+void UnitBuilder::close_into(Unit unit, const std::vector<std::string>& call_order,
+                             std::map<std::string, TranscriptMessage> results,
+                             std::vector<Unit>& out) {
+  for (const std::string& id : call_order) {
+    auto it = results.find(id);
+    if (it != results.end()) {
+      unit.messages.push_back(std::move(it->second));
+    } else {
+      json msg{{"role", "tool"},
+               {"tool_call_id", id},
+               {"content", "[no result recorded for this call]"}};
+      unit.messages.push_back({unit.last_seq, std::move(msg), false, ""});
     }
   }
-  b.close();
+  finish(unit);
+  out.push_back(std::move(unit));
+}
+
+void UnitBuilder::close(std::vector<Unit>& out) {
+  if (!open_) return;
+  close_into(std::move(unit_), call_order_, std::move(results_), out);
+  reset();
+}
+
+bool UnitBuilder::peek_open(Unit* unit) const {
+  if (!open_) return false;
+  std::vector<Unit> one;
+  close_into(unit_, call_order_, results_, one);
+  *unit = std::move(one.front());
+  return true;
+}
+
+void UnitBuilder::reset() {
+  unit_ = Unit{};
+  call_order_.clear();
+  results_.clear();
+  open_ = false;
+}
+
+std::vector<Unit> build_units(const std::vector<Event>& events, int64_t after_seq) {
+  std::vector<Unit> units;
+  UnitBuilder b;
+  for (size_t i = first_index_after(events, after_seq); i < events.size(); ++i)
+    b.add(events[i], units);
+  b.close(units);
   return units;
 }
 

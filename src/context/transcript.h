@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,34 @@ struct Unit {
   int64_t first_seq = 0;
   int64_t last_seq = 0;
   std::vector<TranscriptMessage> messages;
+};
+
+// Builds units event by event, so a caller that sees the log grow only feeds it the new events.
+// Feeding every event with seq > S and then calling close() gives exactly build_units(events, S).
+class UnitBuilder {
+ public:
+  // One event, in seq order. Closed units are appended to `out` (never reordered or changed).
+  void add(const Event& e, std::vector<Unit>& out);
+  // Closes the open unit (placeholders for calls without a result) into `out`.
+  void close(std::vector<Unit>& out);
+  // The open unit as close() would leave it, without closing it; false when no unit is open.
+  bool peek_open(Unit* unit) const;
+  bool has_open() const { return open_; }
+  int64_t open_first_seq() const { return open_ ? unit_.first_seq : 0; }
+  // Forgets the open unit (as if the builder had just been created).
+  void reset();
+
+ private:
+  void assistant(const Event& e, std::vector<Unit>& out);
+  void tool_result(const Event& e);
+  void user(const Event& e, std::vector<Unit>& out);
+  static void close_into(Unit unit, const std::vector<std::string>& call_order,
+                         std::map<std::string, TranscriptMessage> results, std::vector<Unit>& out);
+
+  Unit unit_;
+  bool open_ = false;
+  std::vector<std::string> call_order_;
+  std::map<std::string, TranscriptMessage> results_;
 };
 
 // Units built from events with seq > after_seq (events sorted by seq, as the store returns them).

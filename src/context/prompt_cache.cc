@@ -1,0 +1,181 @@
+#include "context/prompt_cache.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace marathon::context {
+namespace {
+
+std::string cap_output(const std::string& content, int64_t seq, int64_t max_tokens) {
+  if (estimate_text_tokens(content) <= max_tokens) return content;
+  // Cut by bytes: an output that estimates above its cap is cut to 3 bytes per allowed token,
+  // shrinking in proportion until it fits.
+  size_t keep = static_cast<size_t>(std::max<int64_t>(64, max_tokens * 3));
+  std::string cut;
+  while (true) {
+    size_t n = std::min(keep, content.size());
+    while (n > 0 && (static_cast<unsigned char>(content[n]) & 0xC0) == 0x80) --n;
+    cut = content.substr(0, n);
+    int64_t est = estimate_text_tokens(cut);
+    if (est <= max_tokens || keep <= 64) break;
+    keep = static_cast<size_t>(static_cast<double>(keep) * 0.95 * static_cast<double>(max_tokens) /
+                               static_cast<double>(est));
+  }
+  return cut +
+         fmt::format("\n[output cut to fit the context window; full output: recall(seq={})]", seq);
+}
+
+// The message with its content replaced, and the raw tokens that costs.
+json with_content(const TranscriptMessage& m, std::string content, int64_t* tokens) {
+  *tokens = m.tokens - m.content_tokens + estimate_text_tokens(content);
+  json msg = m.message;
+  msg["content"] = std::move(content);
+  return msg;
+}
+
+}  // namespace
+
+std::string elision_pointer(int64_t seq) {
+  return fmt::format("[output elided: recall(seq={})]", seq);
+}
+
+int64_t PreparedUnit::tokens_at(int64_t elided_through) const {
+  if (max_elidable_seq == 0 || elided_through < min_elidable_seq) return tokens;
+  if (elided_through >= max_elidable_seq) return elided_tokens;
+  int64_t t = 0;
+  for (const PreparedMessage& m : messages) t += m.sent_tokens(elided_through);
+  return t;
+}
+
+PreparedUnit prepare_unit(Unit unit, const ContextConfig& config) {
+  const int64_t output_cap = std::max<int64_t>(200, config.frac(0.15));
+  PreparedUnit u;
+  u.first_seq = unit.first_seq;
+  u.last_seq = unit.last_seq;
+  u.messages.reserve(unit.messages.size());
+  for (TranscriptMessage& raw : unit.messages) {
+    PreparedMessage m;
+    m.raw = std::move(raw);
+    m.tokens = m.raw.tokens;
+    if (m.raw.tool_output) {
+      if (m.raw.content_tokens > output_cap) {
+        m.capped =
+            with_content(m.raw,
+                         cap_output(m.raw.message.at("content").get_ref<const std::string&>(),
+                                    m.raw.seq, output_cap),
+                         &m.tokens);
+      }
+      if (m.raw.content_bytes > config.elide_min_bytes) {
+        m.elidable = true;
+        m.elided = with_content(m.raw, elision_pointer(m.raw.seq), &m.elided_tokens);
+        m.elided_dump = m.elided.dump();
+        if (u.min_elidable_seq == 0 || m.raw.seq < u.min_elidable_seq)
+          u.min_elidable_seq = m.raw.seq;
+        u.max_elidable_seq = std::max(u.max_elidable_seq, m.raw.seq);
+      }
+    }
+    m.dump = m.shown().dump();
+    u.tokens += m.tokens;
+    u.elided_tokens += m.elidable ? m.elided_tokens : m.tokens;
+    u.messages.push_back(std::move(m));
+  }
+  return u;
+}
+
+PromptCache::PromptCache(ContextConfig config, json tools)
+    : config_(config), tools_(std::move(tools)) {
+  tools_tokens_ = tools_.is_array() && !tools_.empty() ? estimate_text_tokens(tools_.dump()) : 0;
+}
+
+void PromptCache::reset() {
+  seen_ = 0;
+  last_seq_ = 0;
+  last_id_.clear();
+  log_ = CompactionLog{};
+  fit_ = TokenRatioFit{};
+  base_ = 0;
+  builder_.reset();
+  units_.clear();
+  open_shown_ = false;
+}
+
+void PromptCache::update(const std::vector<Event>& events) {
+  const bool extends =
+      seen_ <= events.size() &&
+      (seen_ == 0 || (events[seen_ - 1].seq == last_seq_ && events[seen_ - 1].id == last_id_));
+  if (!extends) reset();
+  if (seen_ == events.size()) return;
+  const size_t from = seen_;
+  for (size_t i = from; i < events.size(); ++i) {
+    apply_compaction_event(log_, events[i]);
+    fit_.add(events[i]);
+  }
+  seen_ = events.size();
+  last_seq_ = events.back().seq;
+  last_id_ = events.back().id;
+
+  const int64_t cut = log_.summarized_through;
+  if (from == 0 || cut < base_) {
+    rebuild(events, cut);
+    return;
+  }
+  feed(events, from);
+  if (cut == base_) return;
+  // A summary was installed: the units it covers leave the cache. What a build from the cut gives
+  // is exactly the units that start after it: until the first unit starts after the cut, a build
+  // from there has no open unit and drops every result, and from that unit on both builds are in
+  // the same state. An open unit that started before the cut is forgotten (its later results are
+  // not the transcript's any more).
+  const size_t k = units_through(cut);
+  if (open_shown_ && k == units_.size()) {
+    builder_.reset();
+    open_shown_ = false;
+  }
+  units_.erase(units_.begin(), units_.begin() + static_cast<std::ptrdiff_t>(k));
+  base_ = cut;
+}
+
+void PromptCache::rebuild(const std::vector<Event>& events, int64_t after_seq) {
+  builder_.reset();
+  units_.clear();
+  open_shown_ = false;
+  base_ = after_seq;
+  feed(events, first_index_after(events, after_seq));
+}
+
+void PromptCache::feed(const std::vector<Event>& events, size_t from) {
+  if (from >= events.size()) return;
+  if (open_shown_) {
+    units_.pop_back();
+    open_shown_ = false;
+  }
+  std::vector<Unit> closed;
+  for (size_t i = from; i < events.size(); ++i) builder_.add(events[i], closed);
+  for (Unit& u : closed) units_.push_back(prepare_unit(std::move(u), config_));
+  Unit open;
+  if (builder_.peek_open(&open)) {
+    units_.push_back(prepare_unit(std::move(open), config_));
+    open_shown_ = true;
+  }
+}
+
+size_t PromptCache::units_through(int64_t after_seq) const {
+  size_t k = 0;
+  while (k < units_.size() && units_[k].first_seq <= after_seq) ++k;
+  return k;
+}
+
+std::span<const PreparedUnit> PromptCache::units_after(const std::vector<Event>& events,
+                                                       int64_t after_seq) {
+  update(events);
+  if (after_seq == base_) return units_;
+  if (after_seq > base_)
+    return std::span<const PreparedUnit>(units_).subspan(units_through(after_seq));
+  scratch_.clear();
+  for (Unit& u : build_units(events, after_seq))
+    scratch_.push_back(prepare_unit(std::move(u), config_));
+  return scratch_;
+}
+
+}  // namespace marathon::context

@@ -1,0 +1,113 @@
+// PromptCache: what prompt assembly and compaction planning read from the log, kept between steps
+// so that a step costs O(new events) instead of a walk over the whole log:
+//   - the compaction state (compaction_log.h) and the token calibration (token_estimate.h), folded
+//     event by event;
+//   - the units after the installed summary point (transcript.h), each message prepared once: its
+//     token estimate, the per-output cap applied, its JSON text as sent, and its elided form.
+// A cache holds one log: update() reads only the events after those it saw last time, and starts
+// over when the log it is given does not extend that one. Everything it returns is what a fresh
+// cache built from the same log returns (tests/context/incremental_prompt_test.cc checks it).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "context/compaction_log.h"
+#include "context/context_config.h"
+#include "context/token_estimate.h"
+#include "context/transcript.h"
+
+namespace marathon::context {
+
+// `[output elided: recall(seq=N)]`: what an elided tool output is shown as.
+std::string elision_pointer(int64_t seq);
+
+// One transcript message ready to send.
+struct PreparedMessage {
+  TranscriptMessage raw;       // as the transcript built it (content not capped)
+  std::optional<json> capped;  // a tool output over the per-output cap, cut (sent unless elided)
+  int64_t tokens = 0;          // raw estimate of the message as sent when not elided
+  std::string dump;            // its JSON text as sent when not elided
+  bool elidable = false;       // a tool output longer than elide_min_bytes
+  json elided;                 // elidable only: the message with its output as a recall pointer
+  std::string elided_dump;
+  int64_t elided_tokens = 0;
+
+  const json& shown() const { return capped ? *capped : raw.message; }
+  bool elided_at(int64_t elided_through) const { return elidable && raw.seq <= elided_through; }
+  const json& sent(int64_t elided_through) const {
+    return elided_at(elided_through) ? elided : shown();
+  }
+  const std::string& sent_dump(int64_t elided_through) const {
+    return elided_at(elided_through) ? elided_dump : dump;
+  }
+  int64_t sent_tokens(int64_t elided_through) const {
+    return elided_at(elided_through) ? elided_tokens : tokens;
+  }
+};
+
+struct PreparedUnit {
+  int64_t first_seq = 0;
+  int64_t last_seq = 0;
+  std::vector<PreparedMessage> messages;
+  int64_t tokens = 0;            // raw tokens with nothing elided
+  int64_t elided_tokens = 0;     // raw tokens with every elidable output elided
+  int64_t min_elidable_seq = 0;  // seqs of the elidable outputs (0, 0: none)
+  int64_t max_elidable_seq = 0;
+
+  // Raw tokens of the unit as sent with outputs at seq <= elided_through elided.
+  int64_t tokens_at(int64_t elided_through) const;
+};
+
+PreparedUnit prepare_unit(Unit unit, const ContextConfig& config);
+
+class PromptCache {
+ public:
+  PromptCache(ContextConfig config, json tools = json::array());
+
+  // Brings the cache up to `events` (sorted by seq, as the store returns them).
+  void update(const std::vector<Event>& events);
+
+  const ContextConfig& config() const { return config_; }
+  const json& tools() const { return tools_; }
+  int64_t tools_tokens() const { return tools_tokens_; }
+  const CompactionLog& compaction_log() const { return log_; }
+  double ratio() const { return fit_.ratio(); }
+
+  // The units after the installed summary point, as build_units(events, summarized_through) gives
+  // them (the last one may still be open: it is shown closed, with placeholder results).
+  std::span<const PreparedUnit> units() const { return units_; }
+
+  // The units after `after_seq`: a suffix of units() when the cut is after the installed one (what
+  // compaction plans), else built from `events` (valid until the next call).
+  std::span<const PreparedUnit> units_after(const std::vector<Event>& events, int64_t after_seq);
+
+ private:
+  void reset();
+  void rebuild(const std::vector<Event>& events, int64_t after_seq);
+  void feed(const std::vector<Event>& events, size_t from);
+  // How many leading units a cut at after_seq (>= base_) leaves out: those that start at or before
+  // it.
+  size_t units_through(int64_t after_seq) const;
+
+  ContextConfig config_;
+  json tools_;
+  int64_t tools_tokens_ = 0;
+
+  size_t seen_ = 0;  // events read so far
+  int64_t last_seq_ = 0;
+  std::string last_id_;
+  CompactionLog log_;
+  TokenRatioFit fit_;
+
+  int64_t base_ = 0;  // units_ are built from the events with seq > base_
+  UnitBuilder builder_;
+  std::vector<PreparedUnit> units_;  // closed units, then the open one when open_shown_
+  bool open_shown_ = false;
+  std::vector<PreparedUnit> scratch_;  // units_after() when the cut is not between cached units
+};
+
+}  // namespace marathon::context
