@@ -1,9 +1,13 @@
-// bench_eventlog: durable append rates and open+fold time of the SQLite event log.
-//   bench_eventlog [--quick] [--dir DIR]
+// bench_eventlog: durable append rates and open+fold time of the SQLite event log, with and
+// without fold checkpoints.
+//   bench_eventlog [--quick] [--dir DIR] [--fold-only]
 // Prints a markdown table. Logs are built in DIR (default: a temporary directory) with payloads
 // shaped like a real run's: per step a model.request, a model.response (message text and a tool
 // call), tool.started / tool.finished (capped output), and every few steps a workspace.written
-// (file in a blob), an eval.finished (result with metrics) or a ledger.noted.
+// (file in a blob), an eval.finished (result with metrics) or a ledger.noted. The checkpointed log
+// is written the way a runner writes one: the state folded as events are appended, and
+// maybe_write_checkpoint(store, state, 1000) after each append.
+#include <sqlite3.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checkpoint.h"
 #include "core/event_store.h"
 #include "core/load_state.h"
 
@@ -111,8 +116,17 @@ std::vector<NewEvent> step_events(EventStore& store, std::mt19937_64& r, int64_t
   return out;
 }
 
-// Builds a log of about n_events events; returns the exact count.
-int64_t build_log(const std::string& path, int64_t n_events) {
+struct Built {
+  int64_t events = 0;
+  int checkpoints = 0;          // checkpoints written while building
+  double checkpoint_s = 0;      // total wall time of those writes
+  double checkpoint_max_s = 0;  // the slowest one
+  size_t checkpoint_bytes = 0;  // state JSON of the last one
+};
+
+// Builds a log of about n_events events. With checkpoint_every > 0 the state is folded as events
+// are appended (as the runner does) and maybe_write_checkpoint is called after each append.
+Built build_log(const std::string& path, int64_t n_events, int64_t checkpoint_every) {
   auto store = EventStore::open(path, EventStore::Mode::kCreate);
   std::mt19937_64 r(42);
   NewEvent created =
@@ -122,42 +136,103 @@ int64_t build_log(const std::string& path, int64_t n_events) {
             {"goal", {{"objective", "beat FLA"}, {"metric", "speedup"}, {"direction", "max"}}},
             {"budget", {{"max_tool_calls", 100000}}},
             {"config", {{"policy", "llm"}}}});
-  store->append(created);
+  Built b;
+  marathon::State state;
+  auto append = [&](const std::vector<NewEvent>& batch) {
+    for (const auto& e : store->append_batch(batch)) {
+      if (checkpoint_every > 0) marathon::apply(state, e);
+    }
+    if (checkpoint_every <= 0) return;
+    auto t0 = Clock::now();
+    if (marathon::maybe_write_checkpoint(*store, state, checkpoint_every)) {
+      double s = since(t0);
+      b.checkpoints += 1;
+      b.checkpoint_s += s;
+      b.checkpoint_max_s = std::max(b.checkpoint_max_s, s);
+    }
+  };
+  append({created});
+  // Appends of about 100 events: a checkpoint lands within 100 events of each multiple.
   std::vector<NewEvent> batch;
   for (int64_t i = 0; store->last_seq() + static_cast<int64_t>(batch.size()) < n_events; ++i) {
     for (auto& e : step_events(*store, r, i)) batch.push_back(std::move(e));
-    if (batch.size() >= 500) {
-      store->append_batch(batch);
+    if (batch.size() >= 100) {
+      append(batch);
       batch.clear();
     }
   }
-  if (!batch.empty()) store->append_batch(batch);
-  return store->last_seq();
+  if (!batch.empty()) append(batch);
+  b.events = store->last_seq();
+  store->for_each_checkpoint(marathon::kFoldVersion, INT64_MAX, [&](const auto& c) {
+    b.checkpoint_bytes = c.state.size();
+    return false;
+  });
+  return b;
 }
 
 struct OpenFold {
   double open_s, fold_s, total_s, cpu_s;
+  marathon::LoadStats stats;
 };
 
-OpenFold open_and_fold(const std::string& path) {
+OpenFold open_and_fold(const std::string& path, bool use_checkpoints) {
   double c0 = cpu_now();
   auto t0 = Clock::now();
   auto store = EventStore::open(path, EventStore::Mode::kReadOnly);
   double open_s = since(t0);
   auto t1 = Clock::now();
-  marathon::State s = marathon::load_state(*store);
-  double fold_s = since(t1);
+  marathon::LoadOptions o;
+  o.use_checkpoints = use_checkpoints;
+  OpenFold r{};
+  marathon::State s = marathon::load_state(*store, INT64_MAX, o, &r.stats);
+  r.fold_s = since(t1);
   if (s.last_seq == 0) std::fprintf(stderr, "empty fold?\n");
-  return {open_s, fold_s, since(t0), cpu_now() - c0};
+  r.open_s = open_s;
+  r.total_s = since(t0);
+  r.cpu_s = cpu_now() - c0;
+  return r;
+}
+
+OpenFold median_of_5(const std::string& path, bool use_checkpoints) {
+  std::vector<OpenFold> runs;
+  for (int i = 0; i < 5; ++i) runs.push_back(open_and_fold(path, use_checkpoints));
+  std::sort(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.total_s < b.total_s; });
+  return runs[runs.size() / 2];
+}
+
+void corrupt_newest_checkpoint(const std::string& path) {
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_exec(db,
+               "UPDATE checkpoints SET checksum = checksum + 1 WHERE seq = (SELECT max(seq) FROM "
+               "checkpoints)",
+               nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+}
+
+void print_fold(const char* what, int64_t events, double mb, const OpenFold& m,
+                const OpenFold* baseline) {
+  std::printf(
+      "| open + fold, %lld events (%.1f MB file), %s, median of 5 | %.3f s wall, %.3f s CPU (open "
+      "and checks %.3f s, load %.3f s; from checkpoint at seq %lld, %lld events folded)",
+      static_cast<long long>(events), mb, what, m.total_s, m.cpu_s, m.open_s, m.fold_s,
+      static_cast<long long>(m.stats.checkpoint_seq),
+      static_cast<long long>(m.stats.events_folded));
+  if (baseline) {
+    std::printf("; %.1fx faster than the full fold (wall), %.1fx (CPU)",
+                baseline->total_s / m.total_s, baseline->cpu_s / m.cpu_s);
+  }
+  std::printf(" |\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, fold_only = false;
   fs::path dir;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
+    if (!std::strcmp(argv[i], "--fold-only")) fold_only = true;
     if (!std::strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
   }
   bool own_dir = dir.empty();
@@ -165,7 +240,7 @@ int main(int argc, char** argv) {
   fs::create_directories(dir);
 
   std::printf("| measurement | value |\n|---|---|\n");
-  {  // one durable append per transaction (a commit, an fsync)
+  if (!fold_only) {  // one durable append per transaction (a commit, an fsync)
     std::string path = (dir / "single.db").string();
     fs::remove(path);
     auto store = EventStore::open(path, EventStore::Mode::kCreate);
@@ -184,6 +259,7 @@ int main(int argc, char** argv) {
         n, n / s, 1000 * s / n);
   }
   for (int batch : {10, 100, 1000}) {  // batched: one transaction per batch
+    if (fold_only) break;
     std::string path = (dir / ("batch" + std::to_string(batch) + ".db")).string();
     fs::remove(path);
     auto store = EventStore::open(path, EventStore::Mode::kCreate);
@@ -205,18 +281,34 @@ int main(int argc, char** argv) {
   }
   for (int64_t n : {int64_t(10000), int64_t(100000)}) {
     if (quick && n > 10000) break;
+    // The full fold: a log without checkpoints, every event read, verified, parsed and applied.
     std::string path = (dir / ("log" + std::to_string(n) + ".db")).string();
     fs::remove(path);
-    int64_t events = build_log(path, n);
-    double mb = static_cast<double>(fs::file_size(path)) / 1e6;
-    std::vector<OpenFold> runs;
-    for (int i = 0; i < 5; ++i) runs.push_back(open_and_fold(path));
-    std::sort(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.total_s < b.total_s; });
-    const OpenFold& m = runs[runs.size() / 2];
+    Built plain = build_log(path, n, 0);
+    OpenFold full = median_of_5(path, false);
+    print_fold("full fold (no checkpoint)", plain.events, double(fs::file_size(path)) / 1e6, full,
+               nullptr);
+    fs::remove(path);
+
+    // The same events with checkpoints every 1000 events, written as the log was built.
+    std::string cpath = (dir / ("ckpt" + std::to_string(n) + ".db")).string();
+    fs::remove(cpath);
+    Built ck = build_log(cpath, n, marathon::kCheckpointEvery);
+    double mb = double(fs::file_size(cpath)) / 1e6;
     std::printf(
-        "| open + fold, %lld events (%.1f MB file), median of 5 | %.3f s wall, %.3f s CPU (open "
-        "and checks %.3f s, read+fold %.3f s) |\n",
-        static_cast<long long>(events), mb, m.total_s, m.cpu_s, m.open_s, m.fold_s);
+        "| checkpoints written while building the %lld-event log (every %lld events) | %d, %.1f "
+        "ms each on average, %.1f ms at most; the last one %.2f MB of state JSON |\n",
+        static_cast<long long>(ck.events), static_cast<long long>(marathon::kCheckpointEvery),
+        ck.checkpoints, 1000 * ck.checkpoint_s / std::max(1, ck.checkpoints),
+        1000 * ck.checkpoint_max_s, double(ck.checkpoint_bytes) / 1e6);
+    OpenFold full_same = median_of_5(cpath, false);
+    print_fold("same log, checkpoints ignored", ck.events, mb, full_same, nullptr);
+    OpenFold with = median_of_5(cpath, true);
+    print_fold("from the newest checkpoint", ck.events, mb, with, &full_same);
+    corrupt_newest_checkpoint(cpath);
+    OpenFold fallback = median_of_5(cpath, true);
+    print_fold("newest checkpoint damaged: the one before", ck.events, mb, fallback, &full_same);
+    fs::remove(cpath);
   }
   if (own_dir) fs::remove_all(dir);
   return 0;
