@@ -37,7 +37,7 @@ class ProfileTool : public Tool {
       return r;
     }
     eval::EvalOptions eo;
-    eo.env["MARATHON_PROFILE"] = "1";
+    eo.env.emplace("MARATHON_PROFILE", std::string(1, '1'));
     eval::EvalOutcome o = eval::run_evaluator(task, ctx.workspace, eo);
     const json& res = o.result;
     r.ok = o.status == eval::EvalStatus::kOk;
