@@ -6,13 +6,16 @@
 // The policy answers at once (a scripted model: no HTTP, no tokens to wait for) and the tool is
 // `note`, so what is measured is the runtime. The time inside policy.next() and Tool::run() is
 // measured and subtracted. Output: mean and p50/p99 per step over the run, by phase of the run
-// (the cost grows with the log, so the last steps matter most).
+// (the cost grows with the log, so the last steps matter most). Baseline, measured in the same run
+// on the same disk: one durable single-event append (the fsync dominates it); the overhead per
+// step is also given in those units, which the disk's other load affects much less than ms.
 //
 //   bench_loop [STEPS]   (default 1000)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -76,6 +79,24 @@ class StepClock : public ProgressSink {
   std::vector<double> steps;
 };
 
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+// Mean seconds of one durable append of a small event (its own transaction) to a fresh log.
+double durable_append_s(const fs::path& dir, int n) {
+  auto store = EventStore::open((dir / "baseline.db").string(), EventStore::Mode::kCreate);
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    store->append(
+        {ev::kLedgerNoted, {{"kind", "finding"}, {"text", "baseline " + std::to_string(i)}}});
+  }
+  return seconds_since(t0) / n;
+}
+
 double pct(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, size_t(p * double(v.size())))];
@@ -93,6 +114,9 @@ int main(int argc, char** argv) {
   o.model = "bench:instant";
   o.max_tool_calls = steps;
   o.context_window = 128000;
+  std::printf("load average at start: %s\n", load_average().c_str());
+  fs::create_directories(dir);
+  const double baseline_before = durable_append_s(dir, 50);
   auto store =
       create_run(load_task(fs::path(MARATHON_SOURCE_DIR) / "tests/loop/fixtures/tiny-task"), o);
   ToolRegistry tools = make_run_tools();
@@ -110,17 +134,25 @@ int main(int argc, char** argv) {
   const RunnerStats& st = runner.stats();
   double steps_done = double(s.used.tool_calls);
   double per_step_ms = 1e3 * (total - st.policy_s - st.tools_s) / steps_done;
+  fs::remove(dir / "baseline.db");
+  const double baseline_after = durable_append_s(dir, 50);
+  const double baseline_ms = 1e3 * (baseline_before + baseline_after) / 2;
   std::printf("steps %lld (%s), events %lld, prompt messages at the end %zu\n",
               static_cast<long long>(s.used.tool_calls), report.reason.c_str(),
               static_cast<long long>(s.last_seq), policy.prompt_messages);
   std::printf("total %.3f s, in policy %.4f s\n", total, policy.policy_s);
   std::printf("overhead per step (excluding policy and tool time): mean %.3f ms\n", per_step_ms);
   std::printf(
-      "  of which per step: compaction planning %.3f ms, prompt assembly %.3f ms, prompt "
-      "hash %.3f ms, durable appends %.3f ms, the rest %.3f ms\n",
+      "  of which per step: compaction planning %.3f ms, prompt assembly (with its sha256) %.3f "
+      "ms, durable appends %.3f ms in %.2f transactions, the rest %.3f ms\n",
       1e3 * st.compaction_s / steps_done, 1e3 * st.prompt_s / steps_done,
-      1e3 * st.hash_s / steps_done, 1e3 * st.append_s / steps_done,
-      per_step_ms - 1e3 * (st.compaction_s + st.prompt_s + st.hash_s + st.append_s) / steps_done);
+      1e3 * st.append_s / steps_done, double(st.transactions) / steps_done,
+      per_step_ms - 1e3 * (st.compaction_s + st.prompt_s + st.append_s) / steps_done);
+  std::printf(
+      "baseline: one durable single-event append %.3f ms (before the run %.3f, after %.3f); the "
+      "overhead per step is %.2f of them, the overhead without durable appends %.2f\n",
+      baseline_ms, 1e3 * baseline_before, 1e3 * baseline_after, per_step_ms / baseline_ms,
+      (per_step_ms - 1e3 * st.append_s / steps_done) / baseline_ms);
   size_t n = clock.steps.size();
   for (auto [from, to] :
        {std::pair<size_t, size_t>{0, n / 10}, {n / 2 - n / 20, n / 2 + n / 20}, {n - n / 10, n}}) {
@@ -132,6 +164,7 @@ int main(int argc, char** argv) {
     std::printf("  steps %4zu-%4zu: mean %.3f ms, p50 %.3f ms, p99 %.3f ms (incl. policy)\n", from,
                 to, 1e3 * mean, 1e3 * pct(part, 0.5), 1e3 * pct(part, 0.99));
   }
+  std::printf("load average at the end: %s\n", load_average().c_str());
   std::error_code ec;
   fs::remove_all(dir, ec);
   return 0;

@@ -81,8 +81,7 @@ std::string turns_text(std::span<const PreparedUnit> units, int64_t through, int
 
 // Tokens of the prompt that a compaction would leave, without the hard cap (what it frees).
 int64_t natural_tokens(const Layout& l, const ContextView& v, const ContextConfig& config) {
-  return assemble(l, v, config, /*enforce_hard_cap=*/false, /*with_messages=*/false)
-      .tokens_estimate;
+  return assemble(l, v, config, /*enforce_hard_cap=*/false).tokens_estimate;
 }
 
 NewEvent make_event(const char* type, json payload) {

@@ -50,12 +50,6 @@ std::string figure_text(const json& v) {
   return cut(v.dump(), 40);
 }
 
-bool better(const LedgerEntry& a, const LedgerEntry& b, const std::string& direction) {
-  double sa = *a.score, sb = *b.score;
-  if (sa != sb) return direction == "min" ? sa < sb : sa > sb;
-  return a.seq < b.seq;
-}
-
 bool is_attempt(const LedgerEntry& e) { return e.kind == "attempt"; }
 bool is_good_attempt(const LedgerEntry& e) {
   return is_attempt(e) && e.correct.value_or(false) && e.score.has_value() && e.failure.empty();
@@ -85,96 +79,122 @@ std::string render_ledger_line(const LedgerEntry& e, size_t max_chars) {
 }
 
 std::string render_ledger_view(const std::vector<LedgerEntry>& ledger, const LedgerViewOptions& o) {
-  // Deduplicate: attempts by candidate (latest wins), notes by kind + normalised text (first wins).
-  std::vector<const LedgerEntry*> attempts, dead_ends, notes;
-  int64_t duplicates = 0;
-  {
-    std::set<std::string> seen_notes;
-    std::vector<const LedgerEntry*> all_attempts;
-    for (const LedgerEntry& e : ledger) {
-      if (is_attempt(e)) {
-        all_attempts.push_back(&e);
-      } else {
-        std::string key = e.kind + "\n" + lower(one_line(e.text));
-        if (!seen_notes.insert(key).second) {
-          ++duplicates;
-          continue;
-        }
-        (e.kind == "dead_end" ? dead_ends : notes).push_back(&e);
-      }
-    }
-    std::set<std::string> seen_candidates;
-    for (auto it = all_attempts.rbegin(); it != all_attempts.rend(); ++it) {
-      const LedgerEntry* e = *it;
-      if (!e->candidate.empty() && !seen_candidates.insert(e->candidate).second) {
-        ++duplicates;
-        continue;
-      }
-      attempts.push_back(e);
-    }
-    std::reverse(attempts.begin(), attempts.end());
-  }
+  return LedgerView(o).render(ledger);
+}
 
-  std::vector<const LedgerEntry*> best;
-  for (const LedgerEntry* e : attempts) {
-    if (is_good_attempt(*e)) best.push_back(e);
+LedgerView::LedgerView(LedgerViewOptions o) : o_(std::move(o)) {}
+
+void LedgerView::reset() { *this = LedgerView(std::move(o_)); }
+
+// Deduplication as the view defines it: attempts by candidate (the latest wins), notes by kind and
+// normalised text (the first wins).
+void LedgerView::add(const std::vector<LedgerEntry>& ledger, size_t i) {
+  const LedgerEntry& e = ledger[i];
+  lines_.emplace_back();
+  costs_.push_back(0);
+  if (!is_attempt(e)) {
+    if (!seen_notes_.insert(e.kind + "\n" + lower(one_line(e.text))).second) {
+      ++duplicates_;
+      return;
+    }
+    (e.kind == "dead_end" ? dead_ends_ : notes_).push_back(i);
+    return;
   }
-  std::sort(best.begin(), best.end(), [&](const LedgerEntry* a, const LedgerEntry* b) {
-    return better(*a, *b, o.direction);
-  });
-  if (best.size() > static_cast<size_t>(o.best_n)) best.resize(o.best_n);
-  std::set<const LedgerEntry*> in_best(best.begin(), best.end());
-  std::vector<const LedgerEntry*> recent;
-  for (auto it = attempts.rbegin(); it != attempts.rend(); ++it) {
-    if (recent.size() >= static_cast<size_t>(o.recent_m)) break;
-    if (!in_best.count(*it)) recent.push_back(*it);
+  if (!e.candidate.empty()) {
+    auto [it, fresh] = candidates_.try_emplace(e.candidate, i);
+    if (!fresh) {
+      const size_t old = it->second;
+      attempts_.erase(old);
+      if (is_good_attempt(ledger[old])) {
+        best_.erase(
+            {o_.direction == "min" ? *ledger[old].score : -*ledger[old].score, ledger[old].seq});
+      }
+      it->second = i;
+      ++duplicates_;
+    }
+  }
+  attempts_.insert(i);
+  if (is_good_attempt(e)) best_[{o_.direction == "min" ? *e.score : -*e.score, e.seq}] = i;
+}
+
+const std::string& LedgerView::line(const std::vector<LedgerEntry>& ledger, size_t i) {
+  if (lines_[i].empty()) {
+    lines_[i] = "- " + render_ledger_line(ledger[i], o_.max_line_chars);
+    costs_[i] = estimate_text_tokens(lines_[i]) + 1;
+  }
+  return lines_[i];
+}
+
+const std::string& LedgerView::render(const std::vector<LedgerEntry>& ledger) {
+  const bool extends = fed_ <= ledger.size() && (fed_ == 0 || ledger[fed_ - 1].seq == last_seq_);
+  if (!extends) reset();
+  if (fed_ == ledger.size() && !text_.empty()) return text_;
+  for (size_t i = fed_; i < ledger.size(); ++i) add(ledger, i);
+  fed_ = ledger.size();
+  last_seq_ = ledger.empty() ? 0 : ledger.back().seq;
+
+  std::vector<size_t> best;
+  for (const auto& [key, i] : best_) {
+    if (best.size() >= static_cast<size_t>(std::max(o_.best_n, 0))) break;
+    best.push_back(i);
+  }
+  std::vector<size_t> recent;
+  for (auto it = attempts_.rbegin(); it != attempts_.rend(); ++it) {
+    if (recent.size() >= static_cast<size_t>(o_.recent_m)) break;
+    if (std::find(best.begin(), best.end(), *it) == best.end()) recent.push_back(*it);
   }
   std::reverse(recent.begin(), recent.end());
-  std::vector<const LedgerEntry*> recent_notes(notes.rbegin(), notes.rend());  // newest first
 
-  // Fill under the cap in priority order: dead ends, best, recent attempts, notes.
-  int64_t budget = o.max_tokens - estimate_text_tokens(kLedgerHeading) - 40;  // 40: the tally line
-  auto take = [&](const std::vector<const LedgerEntry*>& from, std::vector<std::string>& lines) {
+  // Fill under the cap in priority order: dead ends, best, recent attempts, notes (newest first).
+  int64_t budget = o_.max_tokens - estimate_text_tokens(kLedgerHeading) - 40;  // 40: the tally
+  auto take = [&](auto first, auto last, std::vector<const std::string*>& out) {
     size_t taken = 0;
-    for (const LedgerEntry* e : from) {
-      std::string line = "- " + render_ledger_line(*e, o.max_line_chars);
-      int64_t cost = estimate_text_tokens(line) + 1;
+    for (; first != last; ++first) {
+      const std::string& l = line(ledger, *first);
+      const int64_t cost = costs_[*first];
       if (cost > budget) break;
       budget -= cost;
-      lines.push_back(std::move(line));
+      out.push_back(&l);
       ++taken;
     }
     return taken;
   };
-  std::vector<std::string> dead_lines, best_lines, recent_lines, note_lines;
-  size_t shown_dead = take(dead_ends, dead_lines);
-  size_t shown_best = take(best, best_lines);
-  size_t shown_recent = take(recent, recent_lines);
-  size_t shown_notes = take(recent_notes, note_lines);
+  std::vector<const std::string*> dead_lines, best_lines, recent_lines, note_lines;
+  size_t shown_dead = take(dead_ends_.begin(), dead_ends_.end(), dead_lines);
+  size_t shown_best = take(best.begin(), best.end(), best_lines);
+  size_t shown_recent = take(recent.begin(), recent.end(), recent_lines);
+  size_t shown_notes = take(notes_.rbegin(), notes_.rend(), note_lines);
   std::reverse(note_lines.begin(), note_lines.end());  // chronological in the view
 
-  const int64_t folded_attempts =
-      static_cast<int64_t>(attempts.size()) - static_cast<int64_t>(shown_best + shown_recent);
-  const int64_t folded_notes = static_cast<int64_t>(dead_ends.size() + notes.size()) -
-                               static_cast<int64_t>(shown_dead + shown_notes);
+  const int64_t n_attempts = static_cast<int64_t>(attempts_.size());
+  const int64_t n_notes = static_cast<int64_t>(dead_ends_.size() + notes_.size());
+  const int64_t folded_attempts = n_attempts - static_cast<int64_t>(shown_best + shown_recent);
+  const int64_t folded_notes = n_notes - static_cast<int64_t>(shown_dead + shown_notes);
 
-  std::string out = kLedgerHeading;
-  if (ledger.empty()) return out + "\n(empty: no evaluations or notes yet)";
-  auto section = [&](const char* title, const std::vector<std::string>& lines) {
-    if (lines.empty()) return;
-    out += "\n";
-    out += title;
-    for (const std::string& l : lines) out += "\n" + l;
-  };
-  section("Dead ends (do not retry):", dead_lines);
-  section("Best attempts:", best_lines);
-  section("Recent attempts:", recent_lines);
-  section("Notes:", note_lines);
-  out += fmt::format(
-      "\n({} attempts, {} notes in all; folded out of view: {} attempts, {} notes; {} duplicates "
-      "merged)",
-      attempts.size(), dead_ends.size() + notes.size(), folded_attempts, folded_notes, duplicates);
-  return out;
+  text_ = kLedgerHeading;
+  if (ledger.empty()) {
+    text_ += "\n(empty: no evaluations or notes yet)";
+  } else {
+    auto section = [&](const char* title, const std::vector<const std::string*>& lines) {
+      if (lines.empty()) return;
+      text_ += "\n";
+      text_ += title;
+      for (const std::string* l : lines) {
+        text_ += "\n";
+        text_ += *l;
+      }
+    };
+    section("Dead ends (do not retry):", dead_lines);
+    section("Best attempts:", best_lines);
+    section("Recent attempts:", recent_lines);
+    section("Notes:", note_lines);
+    text_ += fmt::format(
+        "\n({} attempts, {} notes in all; folded out of view: {} attempts, {} notes; {} "
+        "duplicates merged)",
+        n_attempts, n_notes, folded_attempts, folded_notes, duplicates_);
+  }
+  tokens_ = estimate_text_tokens(text_);
+  return text_;
 }
 
 }  // namespace marathon::context

@@ -28,22 +28,23 @@ constexpr const char* kRules =
     "- The goal block below is current; trust it over anything older in the conversation.\n"
     "- Call `finish` when the target is reached or nothing more can be gained.";
 
+// The installed summary as the system message shows it: a heading line, then the text.
 std::string summary_block(const ContextView& v) {
-  if (v.summary.empty()) return "";
   return fmt::format("## Summary of earlier turns (through event {})\n{}", v.summarized_through,
                      v.summary);
 }
 
+std::string omission_note(int64_t omitted) {
+  return fmt::format(
+      "({} older turns are left out to fit the context window; the summary and the ledger cover "
+      "them)",
+      omitted);
+}
+
 std::string join_system(const Layout& l, const ContextView& v, int64_t omitted) {
   std::string s = l.rules + "\n\n" + l.goal + "\n\n" + l.ledger;
-  std::string sum = summary_block(v);
-  if (!sum.empty()) s += "\n\n" + sum;
-  if (omitted > 0) {
-    s += fmt::format(
-        "\n\n({} older turns are left out to fit the context window; the summary and the ledger "
-        "cover them)",
-        omitted);
-  }
+  if (!v.summary.empty()) s += "\n\n" + summary_block(v);
+  if (omitted > 0) s += "\n\n" + omission_note(omitted);
   return s;
 }
 
@@ -85,26 +86,50 @@ std::string task_message(const State& state) {
   return s;
 }
 
-Layout make_layout(const State& state, const PromptCache& cache) {
+Layout make_layout(const State& state, PromptCache& cache) {
   const ContextConfig& config = cache.config();
   Layout l;
   l.rules = system_rules(state);
+  l.rules_tokens = estimate_text_tokens(l.rules);
   l.goal = render_goal_block(state);
+  l.goal_tokens = estimate_text_tokens(l.goal);
   LedgerViewOptions lo;
   lo.best_n = config.ledger_best;
   lo.recent_m = config.ledger_recent;
   lo.max_tokens = std::max<int64_t>(256, config.frac(config.max_ledger));
   lo.direction = state.goal.direction;
-  l.ledger = render_ledger_view(state.ledger, lo);
+  LedgerView& ledger = cache.ledger_view(lo);
+  l.ledger = ledger.render(state.ledger);
+  l.ledger_tokens = ledger.tokens();
   l.kickoff = json{{"role", "user"}, {"content", task_message(state)}};
+  l.kickoff_tokens = estimate_message_tokens(l.kickoff);
   l.units = cache.units();
   l.ratio = cache.ratio();
   l.tools_tokens = cache.tools_tokens();
+  l.summary = &cache.compaction_log().summary;
+  l.summary_tokens = cache.summary_tokens();
   return l;
 }
 
+namespace {
+
+// estimate_message_tokens of the system message join_system(l, v, omitted) builds, from the parts.
+int64_t system_tokens(const Layout& l, const ContextView& v, int64_t omitted) {
+  int64_t t = 4 + l.rules_tokens + 2 + l.goal_tokens + 2 + l.ledger_tokens;
+  if (!v.summary.empty()) {
+    const std::string block = summary_block(ContextView{"", v.summarized_through, 0});
+    const int64_t summary =
+        l.summary && *l.summary == v.summary ? l.summary_tokens : estimate_text_tokens(v.summary);
+    t += 2 + estimate_text_tokens(block) + summary;
+  }
+  if (omitted > 0) t += 2 + estimate_text_tokens(omission_note(omitted));
+  return t;
+}
+
+}  // namespace
+
 Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& config,
-                bool enforce_hard_cap, bool with_messages) {
+                bool enforce_hard_cap) {
   Prompt p;
   p.ratio = l.ratio;
   p.summarized_through = v.summarized_through;
@@ -112,10 +137,7 @@ Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& conf
   p.units_total = static_cast<int64_t>(l.units.size());
 
   // Fixed part: system (with room for the omission note) + task message + tools.
-  const int64_t kickoff_tokens = estimate_message_tokens(l.kickoff);
-  const int64_t fixed_raw =
-      3 + l.tools_tokens + kickoff_tokens +
-      estimate_message_tokens(json{{"role", "system"}, {"content", join_system(l, v, 0)}});
+  const int64_t fixed_raw = 3 + l.tools_tokens + l.kickoff_tokens + system_tokens(l, v, 0);
   size_t first = 0;  // first unit included
   int64_t units_raw = 0;
   if (enforce_hard_cap) {
@@ -135,39 +157,39 @@ Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& conf
     for (const PreparedUnit& u : l.units) units_raw += u.tokens_at(v.elided_through);
   }
   p.units_omitted = static_cast<int64_t>(first);
-
-  json system{{"role", "system"}, {"content", join_system(l, v, p.units_omitted)}};
-  p.tokens_raw = 3 + l.tools_tokens + kickoff_tokens + estimate_message_tokens(system) + units_raw;
+  p.tokens_raw =
+      3 + l.tools_tokens + l.kickoff_tokens + system_tokens(l, v, p.units_omitted) + units_raw;
   p.tokens_estimate = calibrated(p.tokens_raw, l.ratio);
-  if (!with_messages) return p;
-
-  // The request's messages, and the sha256 of their JSON text from the pieces (each message
-  // serialised once, when the cache prepared it): "[" m0 "," m1 ... "]" is what dump() writes.
-  Sha256Stream sha;
-  sha.add("[");
-  sha.add(system.dump());
-  sha.add(",");
-  sha.add(l.kickoff.dump());
-  p.messages.get_ref<json::array_t&>().reserve(2 + 2 * (l.units.size() - first));
-  p.messages.push_back(std::move(system));
-  p.messages.push_back(l.kickoff);
-  for (size_t i = first; i < l.units.size(); ++i) {
-    for (const PreparedMessage& m : l.units[i].messages) {
-      sha.add(",");
-      sha.add(m.sent_dump(v.elided_through));
-      p.messages.push_back(m.sent(v.elided_through));
-    }
-  }
-  sha.add("]");
-  p.sha256 = sha.hex();
   return p;
 }
 
 Prompt build_prompt(PromptCache& cache, const State& state, const std::vector<Event>& events) {
   cache.update(events);
   const CompactionLog& c = cache.compaction_log();
-  ContextView v{c.summary, c.summarized_through, c.elided_through};
-  return assemble(make_layout(state, cache), v, cache.config(), /*enforce_hard_cap=*/true);
+  const ContextView v{c.summary, c.summarized_through, c.elided_through};
+  const Layout l = make_layout(state, cache);
+  Prompt p = assemble(l, v, cache.config(), /*enforce_hard_cap=*/true);
+
+  p.messages = cache.unit_messages(static_cast<size_t>(p.units_omitted), v.elided_through);
+  auto& messages = p.messages.get_ref<json::array_t&>();
+  messages[0] = json{{"role", "system"}, {"content", join_system(l, v, p.units_omitted)}};
+  messages[1] = l.kickoff;
+  // The sha256 of messages.dump() from the pieces: "[" m0 "," m1 ... "]" is what dump() writes, and
+  // every unit message was serialised once, when the cache prepared it.
+  Sha256Stream sha;
+  sha.add("[");
+  sha.add(messages[0].dump());
+  sha.add(",");
+  sha.add(messages[1].dump());
+  for (size_t i = static_cast<size_t>(p.units_omitted); i < l.units.size(); ++i) {
+    for (const PreparedMessage& m : l.units[i].messages) {
+      sha.add(",");
+      sha.add(m.sent_dump(v.elided_through));
+    }
+  }
+  sha.add("]");
+  p.sha256 = sha.hex();
+  return p;
 }
 
 Prompt build_prompt(const State& state, const std::vector<Event>& events,

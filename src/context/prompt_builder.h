@@ -61,16 +61,25 @@ struct Layout {
   std::span<const PreparedUnit> units;  // units after the summary point (owned by a PromptCache)
   double ratio = 1.0;
   int64_t tools_tokens = 0;
+  // Raw token estimates of the parts (the system message's estimate is their sum: the parts are
+  // joined by blank lines, and an estimate never spans a newline).
+  int64_t rules_tokens = 0;
+  int64_t goal_tokens = 0;
+  int64_t ledger_tokens = 0;
+  int64_t kickoff_tokens = 0;            // the whole task message
+  const std::string* summary = nullptr;  // the installed summary and its estimate
+  int64_t summary_tokens = 0;
 };
 
 // The layout with the cache's units (after its installed summary point). The cache must be up to
 // date (PromptCache::update).
-Layout make_layout(const State& state, const PromptCache& cache);
+Layout make_layout(const State& state, PromptCache& cache);
 
-// Prompt from a layout and a view. With enforce_hard_cap the oldest units are dropped to fit.
-// Without with_messages only the counts are filled (what compaction planning needs).
+// The counts of a prompt from a layout and a view (no messages: what compaction planning needs and
+// what build_prompt fills the messages in from). With enforce_hard_cap the oldest units are left
+// out to fit (units_omitted of them).
 Prompt assemble(const Layout& layout, const ContextView& view, const ContextConfig& config,
-                bool enforce_hard_cap, bool with_messages = true);
+                bool enforce_hard_cap);
 
 std::string system_rules(const State& state);
 std::string task_message(const State& state);

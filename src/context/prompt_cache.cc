@@ -89,6 +89,7 @@ PromptCache::PromptCache(ContextConfig config, json tools)
 }
 
 void PromptCache::reset() {
+  ++epoch_;
   seen_ = 0;
   last_seq_ = 0;
   last_id_.clear();
@@ -133,10 +134,12 @@ void PromptCache::update(const std::vector<Event>& events) {
     open_shown_ = false;
   }
   units_.erase(units_.begin(), units_.begin() + static_cast<std::ptrdiff_t>(k));
+  ++epoch_;
   base_ = cut;
 }
 
 void PromptCache::rebuild(const std::vector<Event>& events, int64_t after_seq) {
+  ++epoch_;
   builder_.reset();
   units_.clear();
   open_shown_ = false;
@@ -177,5 +180,59 @@ std::span<const PreparedUnit> PromptCache::units_after(const std::vector<Event>&
     scratch_.push_back(prepare_unit(std::move(u), config_));
   return scratch_;
 }
+
+int64_t PromptCache::summary_tokens() {
+  if (summary_seq_ != log_.installed_seq) {
+    summary_seq_ = log_.installed_seq;
+    summary_tokens_ = estimate_text_tokens(log_.summary);
+  }
+  return summary_tokens_;
+}
+
+LedgerView& PromptCache::ledger_view(const LedgerViewOptions& o) {
+  const bool same = ledger_view_ && ledger_view_->options().best_n == o.best_n &&
+                    ledger_view_->options().recent_m == o.recent_m &&
+                    ledger_view_->options().max_tokens == o.max_tokens &&
+                    ledger_view_->options().max_line_chars == o.max_line_chars &&
+                    ledger_view_->options().direction == o.direction;
+  if (!same) ledger_view_.emplace(o);
+  return *ledger_view_;
+}
+
+json PromptCache::unit_messages(size_t first, int64_t elided_through) {
+  auto count = [this](size_t from, size_t to) {
+    size_t n = 0;
+    for (size_t i = from; i < to; ++i) n += units_[i].messages.size();
+    return n;
+  };
+  json out = json::array();
+  size_t from = first;  // the first unit whose messages are still to be added
+  // Units of the previous prompt but its newest (which may have been open then) are unchanged as
+  // long as no unit was dropped or rebuilt since (epoch) and the elision point is the same.
+  const size_t reusable_end = lent_.first + (lent_.units > 0 ? lent_.units - 1 : 0);
+  if (spare_.is_array() && lent_.epoch == epoch_ && lent_.elided_through == elided_through &&
+      spare_.size() == lent_.size && first >= lent_.first && first <= reusable_end &&
+      reusable_end <= units_.size()) {
+    out = std::move(spare_);
+    auto& a = out.get_ref<json::array_t&>();
+    const size_t keep = count(first, reusable_end);
+    const size_t dropped = count(lent_.first, first);  // left out by the hard cap since
+    a.erase(a.begin() + 2, a.begin() + 2 + static_cast<std::ptrdiff_t>(dropped));
+    a.resize(2 + keep);
+    from = reusable_end;
+  } else {
+    out.get_ref<json::array_t&>().resize(2);
+  }
+  spare_ = json();
+  auto& a = out.get_ref<json::array_t&>();
+  a.reserve(a.size() + count(from, units_.size()));
+  for (size_t i = from; i < units_.size(); ++i) {
+    for (const PreparedMessage& m : units_[i].messages) a.push_back(m.sent(elided_through));
+  }
+  lent_ = Lent{epoch_, elided_through, first, units_.size() - first, a.size()};
+  return out;
+}
+
+void PromptCache::give_back(json messages) { spare_ = std::move(messages); }
 
 }  // namespace marathon::context

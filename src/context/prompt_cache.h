@@ -17,6 +17,7 @@
 
 #include "context/compaction_log.h"
 #include "context/context_config.h"
+#include "context/ledger_view.h"
 #include "context/token_estimate.h"
 #include "context/transcript.h"
 
@@ -85,6 +86,19 @@ class PromptCache {
   // compaction plans), else built from `events` (valid until the next call).
   std::span<const PreparedUnit> units_after(const std::vector<Event>& events, int64_t after_seq);
 
+  // Raw token estimate of the installed summary's text (computed once per summary).
+  int64_t summary_tokens();
+
+  // The ledger view for these options, kept up to date with the ledger (ledger_view.h).
+  LedgerView& ledger_view(const LedgerViewOptions& o);
+
+  // The messages of units()[first..] as sent with outputs elided through `elided_through`, after
+  // two null slots (for the system and task messages). Reuses the array of the previous prompt
+  // when it was given back: then only the messages of new units are copied, not every message.
+  json unit_messages(size_t first, int64_t elided_through);
+  // Gives back a prompt's messages (unchanged) once they have been sent; see unit_messages.
+  void give_back(json messages);
+
  private:
   void reset();
   void rebuild(const std::vector<Event>& events, int64_t after_seq);
@@ -107,7 +121,23 @@ class PromptCache {
   UnitBuilder builder_;
   std::vector<PreparedUnit> units_;  // closed units, then the open one when open_shown_
   bool open_shown_ = false;
-  std::vector<PreparedUnit> scratch_;  // units_after() when the cut is not between cached units
+  std::vector<PreparedUnit> scratch_;  // units_after() when the cut is before the installed one
+  int64_t epoch_ = 0;                  // changes whenever units_ loses or reorders units
+
+  int64_t summary_seq_ = -1;  // installed_seq the summary tokens are for
+  int64_t summary_tokens_ = 0;
+  std::optional<LedgerView> ledger_view_;
+
+  // The messages lent with the last prompt (unit_messages) and what they hold.
+  struct Lent {
+    int64_t epoch = -1;
+    int64_t elided_through = 0;
+    size_t first = 0;  // units()[first, first + units) were included
+    size_t units = 0;
+    size_t size = 0;  // messages in the array
+  };
+  Lent lent_;
+  json spare_;  // given back; null when none
 };
 
 }  // namespace marathon::context

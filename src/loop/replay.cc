@@ -7,7 +7,7 @@
 #include "core/fork.h"
 #include "core/run_dir.h"
 #include "core/workspace_snapshot.h"
-#include "loop/transcript.h"
+#include "loop/turn_tracker.h"
 
 namespace marathon {
 

@@ -81,7 +81,7 @@ Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools,
   if (!hooks_.now_us) hooks_.now_us = system_now_us;
   for (Event& e : store_.read()) {
     apply(state_, e);
-    transcript_.apply(e);
+    turns_.apply(e);
     events_.push_back(std::move(e));
   }
   if (!state_.created) {
@@ -89,6 +89,7 @@ Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools,
   }
   context_config_ = context::ContextConfig::from_run_config(state_.config);
   tools_json_ = tools_.openai_tools();
+  prompt_cache_.emplace(context_config_, tools_json_);
 }
 
 double Runner::wall_s() const {
@@ -99,7 +100,7 @@ double Runner::wall_s() const {
 
 void Runner::observe(const Event& e) {
   apply(state_, e);
-  transcript_.apply(e);
+  turns_.apply(e);
   events_.push_back(e);
   if (hooks_.progress) hooks_.progress->on_event(e, state_);
 }
@@ -109,6 +110,7 @@ std::vector<Event> Runner::append(std::vector<NewEvent> batch) {
   {
     Timer t(&stats_.append_s);
     stored = store_.append_batch(batch);
+    ++stats_.transactions;
   }
   // Another process (a goal verb) may have appended since we last looked: those events come first.
   if (!stored.empty() && stored.front().seq > state_.last_seq + 1) {
@@ -232,38 +234,49 @@ std::vector<NewEvent> with_effects(NewEvent finished, const Event& started, Tool
 
 }  // namespace
 
-void Runner::run_call(const LoggedToolCall& call) {
-  json args = json::object();
-  std::string error = effective_tool_error(call, &args);
-  json logged_args = error.empty() ? args : json(call.arguments);
-  int64_t turn = transcript_.responses();
-  Event started = append({{ev::kToolStarted,
-                           {{"call_id", call.id},
-                            {"name", call.name},
-                            {"arguments", logged_args},
-                            {"turn", turn},
-                            {"index", call.index}}}})
-                      .front();
+Runner::PreparedCall Runner::prepare_call(const LoggedToolCall& call, int64_t turn) {
+  PreparedCall p;
+  p.call = call;
+  p.args = json::object();
+  p.error = effective_tool_error(call, &p.args);
+  p.turn = turn;
+  p.started = {ev::kToolStarted,
+               {{"call_id", call.id},
+                {"name", call.name},
+                {"arguments", p.error.empty() ? p.args : json(call.arguments)},
+                {"turn", turn},
+                {"index", call.index}}};
+  return p;
+}
+
+void Runner::execute_call(const PreparedCall& p, const Event& started) {
+  const LoggedToolCall& call = p.call;
   auto t0 = std::chrono::steady_clock::now();
   ToolResult result;
   json extra = json::object();
-  if (!error.empty()) {
+  if (!p.error.empty()) {
     result.ok = false;
-    result.output = error;
+    result.output = p.error;
   } else if (std::optional<LoggedResult> logged =
-                 hooks_.logged_result ? hooks_.logged_result(turn, call.index, call.name)
+                 hooks_.logged_result ? hooks_.logged_result(p.turn, call.index, call.name)
                                       : std::nullopt) {
     result = std::move(logged->result);
     if (logged->finished_payload.value("interrupted", false)) extra["interrupted"] = true;
   } else {
     ToolContext ctx = tool_context();
     Timer t(&stats_.tools_s);
-    result = run_tool_safely(*tools_.find(call.name), args, ctx);
+    result = run_tool_safely(*tools_.find(call.name), p.args, ctx);
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   NewEvent fin = finished_event(started, call.id, call.name, result, elapsed);
   for (auto& [k, v] : extra.items()) fin.payload[k] = v;
   append(with_effects(std::move(fin), started, result));
+}
+
+void Runner::run_call(const LoggedToolCall& call) {
+  PreparedCall p = prepare_call(call, turns_.responses());
+  Event started = append({p.started}).front();
+  execute_call(p, started);
 }
 
 void Runner::recover_in_flight() {
@@ -327,48 +340,45 @@ std::optional<RunReport> Runner::start_goal_turn() {
 void Runner::compact(bool overflow) {
   Timer t(&stats_.compaction_s);
   context::CompactionPlan plan =
-      context::plan_compaction(state_, events_, context_config_, tools_json_,
+      context::plan_compaction(*prompt_cache_, state_, events_,
                                overflow ? context::Force::kOverflow : context::Force::kNone);
   if (!plan.needed()) return;
   context::ContextIO io;
   io.append = [this](const NewEvent& e) { return append({e}).front(); };
   io.put_blob = [this](const std::string& bytes) { return store_.put_blob(bytes); };
   io.get_blob = [this](const std::string& sha) { return store_.get_blob(sha); };
-  // The state and events are copied: run_compaction reads them while its appends update ours.
-  State state = state_;
-  std::vector<Event> events = events_;
-  context::run_compaction(plan, state, events, context_config_, &policy_, io, tools_json_);
+  // run_compaction reads the state, the events and the cache only before its first append; the
+  // appends update state_ and events_ (the cache reads them at its next update).
+  context::run_compaction(*prompt_cache_, plan, state_, events_, &policy_, io);
+}
+
+bool Runner::stop_or_note_due(const BudgetUsed& used) const {
+  // What check_stops() would act on, with `used` as the budget use.
+  if (state_.done) return true;
+  if (hooks_.interrupted && hooks_.interrupted()) return true;
+  if (state_.goal.status == "paused" || state_.goal.status == "cleared") return true;
+  if (target_met(state_)) return true;
+  if (exhausted_budget(state_.limits, used)) return true;
+  return !budgets_to_warn(state_.limits, used, state_.budget_warnings).empty();
 }
 
 std::optional<RunReport> Runner::ask_policy() {
-  // Planning a compaction walks the whole log, so it is skipped while the last prompt was far below
-  // the soft threshold (one step cannot add that much: tool outputs are capped). It always runs on
-  // the first request of a process (a resume may have a compaction to finish) and on a manual
-  // request in the log.
-  bool far_below =
-      last_prompt_tokens_ >= 0 && last_prompt_tokens_ < context_config_.soft_tokens() / 2;
-  if (!transcript_.request_pending() && (!far_below || state_.pending_compaction_request)) {
-    compact(false);
-  }
+  // Planning reads the prompt cache (O(units), no walk over the log), so it runs every step.
+  if (!turns_.request_pending()) compact(false);
   context::Prompt prompt;
   {
     Timer t(&stats_.prompt_s);
-    prompt = context::build_prompt(state_, events_, context_config_, tools_json_);
+    prompt = context::build_prompt(*prompt_cache_, state_, events_);
   }
-  last_prompt_tokens_ = prompt.tokens_estimate;
-  if (!transcript_.request_pending()) {
-    std::string prompt_sha;
-    {
-      Timer t(&stats_.hash_s);
-      prompt_sha = sha256_hex(prompt.messages.dump());
-    }
+  if (!turns_.request_pending()) {
     append({{ev::kModelRequest,
-             {{"turn", transcript_.goal_turn()},
-              {"prompt_sha", prompt_sha},
+             {{"turn", turns_.goal_turn()},
+              {"prompt_sha", prompt.sha256},
               {"n_messages", prompt.messages.size()},
               {"tokens_estimate", prompt.tokens_raw}}}});
   }
-  PolicyRequest request{std::move(prompt.messages), tools_json_, &state_};
+  // Lent to the request, not copied, and taken back after the call.
+  PolicyRequest request{std::move(prompt.messages), std::move(tools_json_), &state_};
   PolicyReply reply;
   try {
     Timer t(&stats_.policy_s);
@@ -377,6 +387,9 @@ std::optional<RunReport> Runner::ask_policy() {
     reply = PolicyReply{};
     reply.error = json{{"kind", "transport"}, {"message", e.what()}};
   }
+  tools_json_ = std::move(request.tools);
+  // The next prompt extends these messages instead of copying every one again.
+  prompt_cache_->give_back(std::move(request.messages));
   json payload = {
       {"message", normalise_assistant_message(reply.message, state_.turns)},
       {"usage",
@@ -387,11 +400,30 @@ std::optional<RunReport> Runner::ask_policy() {
       {"finish_reason", reply.finish_reason}};
   if (reply.error) payload["error"] = *reply.error;
   if (reply.problems.is_array() && !reply.problems.empty()) payload["problems"] = reply.problems;
-  append({{ev::kModelResponse, payload}});
   if (!reply.error) {
     context_retry_used_ = false;
+    // The response and its first call's tool.started go in one transaction (one fsync): both must
+    // be durable before the call acts, and nothing else is decided between them unless a stop or
+    // a budget note is due after this response (then the call waits for the next iteration, as
+    // the other calls of the turn do).
+    std::vector<LoggedToolCall> calls = tool_calls_of(payload["message"]);
+    sync();
+    BudgetUsed used = state_.used;
+    used.model_calls += 1;
+    used.prompt_tokens += reply.prompt_tokens;
+    used.completion_tokens += reply.completion_tokens;
+    used.cost_usd += reply.cost_usd;
+    used.wall_s = wall_s();
+    if (calls.empty() || stop_or_note_due(used)) {
+      append({{ev::kModelResponse, payload}});
+      return std::nullopt;
+    }
+    PreparedCall first = prepare_call(calls.front(), turns_.responses() + 1);
+    std::vector<Event> stored = append({{ev::kModelResponse, payload}, first.started});
+    execute_call(first, stored.back());
     return std::nullopt;
   }
+  append({{ev::kModelResponse, payload}});
 
   std::string kind = reply.error->value("kind", "unknown");
   std::string message = reply.error->value("message", "");
@@ -406,7 +438,7 @@ std::optional<RunReport> Runner::ask_policy() {
     append({{ev::kRunPaused, {{"reason", "model_error"}, {"message", kind + ": " + message}}}});
     return RunReport{RunOutcome::kFailed, "model_error"};
   }
-  if (transcript_.consecutive_model_errors() >= kMaxConsecutiveModelErrors) {
+  if (turns_.consecutive_model_errors() >= kMaxConsecutiveModelErrors) {
     append({{ev::kRunPaused,
              {{"reason", "model_unavailable"},
               {"message", fmt::format("{} model calls failed in a row; last: {}: {}",
@@ -431,12 +463,12 @@ RunReport Runner::run() {
       recover_in_flight();
       continue;
     }
-    std::vector<LoggedToolCall> calls = transcript_.unfinished_calls();
+    std::vector<LoggedToolCall> calls = turns_.unfinished_calls();
     if (!calls.empty()) {
       run_call(calls.front());
       continue;
     }
-    if (transcript_.goal_turn_due()) {
+    if (turns_.goal_turn_due()) {
       if (std::optional<RunReport> r = start_goal_turn()) return *r;
       continue;
     }

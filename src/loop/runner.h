@@ -8,8 +8,10 @@
 //     tool calls of the last model.response not yet finished: validate, tool.started, run,
 //        tool.finished + effect events in one transaction (one call per iteration)
 //     otherwise ask the policy: compaction, model.request (unless one is pending), policy.next,
-//        model.response appended before anything acts on it; a stop without `finish` while the goal
-//        is open starts a goal turn (user.message); too many idle turns pause the goal
+//        model.response appended before anything acts on it, in one transaction with the first
+//        call's tool.started (that call then runs at once) unless a stop or a budget note is due;
+//        a stop without `finish` while the goal is open starts a goal turn (user.message); too
+//        many idle turns pause the goal
 #pragma once
 
 #include <filesystem>
@@ -20,9 +22,10 @@
 #include <vector>
 
 #include "context/context_config.h"
+#include "context/prompt_cache.h"
 #include "core/event_store.h"
 #include "core/state.h"
-#include "loop/transcript.h"
+#include "loop/turn_tracker.h"
 #include "policy/policy.h"
 #include "tools/tool_registry.h"
 
@@ -60,12 +63,12 @@ struct RunReport {
 
 // Where the runner's own time goes (bench/loop reads it).
 struct RunnerStats {
-  double compaction_s = 0;  // plan_compaction / run_compaction
-  double prompt_s = 0;      // build_prompt
-  double hash_s = 0;        // the prompt's sha256 for model.request
-  double append_s = 0;      // durable appends (SQLite, fsync)
-  double policy_s = 0;      // policy.next()
-  double tools_s = 0;       // Tool::run()
+  double compaction_s = 0;   // plan_compaction / run_compaction
+  double prompt_s = 0;       // build_prompt (with the prompt's sha256 for model.request)
+  double append_s = 0;       // durable appends (SQLite, fsync)
+  int64_t transactions = 0;  // durable appends made
+  double policy_s = 0;       // policy.next()
+  double tools_s = 0;        // Tool::run()
 };
 
 class Runner {
@@ -84,8 +87,20 @@ class Runner {
   const RunnerStats& stats() const { return stats_; }
 
  private:
+  // A tool call checked and ready to log: its tool.started event and what running it needs.
+  struct PreparedCall {
+    LoggedToolCall call;
+    json args;          // parsed and schema-checked arguments (when error is empty)
+    std::string error;  // why the call cannot run (logged as its result)
+    int64_t turn = 0;   // model responses up to and including the one that asked for it
+    NewEvent started;
+  };
+
   std::vector<Event> append(std::vector<NewEvent> batch);
   void compact(bool overflow);
+  bool stop_or_note_due(const BudgetUsed& used) const;
+  PreparedCall prepare_call(const LoggedToolCall& call, int64_t turn);
+  void execute_call(const PreparedCall& call, const Event& started);
   void observe(const Event& e);
   void sync();
   std::optional<RunReport> check_stops();
@@ -105,9 +120,9 @@ class Runner {
   RunnerHooks hooks_;
   State state_;
   std::vector<Event> events_;
-  Transcript transcript_;
+  TurnTracker turns_;
+  std::optional<context::PromptCache> prompt_cache_;  // prompt pieces kept between steps
   bool context_retry_used_ = false;
-  int64_t last_prompt_tokens_ = -1;  // calibrated estimate of the last prompt built (-1: none yet)
   RunnerStats stats_;
 };
 

@@ -15,6 +15,7 @@
 namespace marathon::context {
 namespace {
 
+namespace fs = std::filesystem;
 using marathon::testing::ScriptedLlmServer;
 using marathon::testing::ScriptedResponse;
 using marathon::testing::TempDir;

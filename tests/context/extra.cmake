@@ -8,3 +8,12 @@ if(TARGET marathon_context_tests)
     CONTEXT_CHILD="$<TARGET_FILE:context_compaction_child>")
 endif()
 
+# BinaryLongRun.*: 1,200 tool calls through the real binary and real HTTP (about a minute).
+include(${CMAKE_CURRENT_SOURCE_DIR}/fixtures/CMakeLists.txt)
+add_executable(marathon_context_binary_tests ${CMAKE_CURRENT_SOURCE_DIR}/context/binary_long_run.cc)
+target_link_libraries(marathon_context_binary_tests PRIVATE marathon_context marathon_test_fixtures
+                      GTest::gtest_main)
+target_compile_definitions(marathon_context_binary_tests PRIVATE
+  MARATHON_SOURCE_DIR="${CMAKE_SOURCE_DIR}" MARATHON_BINARY="$<TARGET_FILE:marathon>")
+add_dependencies(marathon_context_binary_tests marathon)
+gtest_discover_tests(marathon_context_binary_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 900)

@@ -26,8 +26,10 @@ void expect_same_plan(const CompactionPlan& a, const CompactionPlan& b, int step
 }
 
 // Returns false (after recording the failure) when the two prompts differ.
-bool expect_same_prompt(const Prompt& cached, const Prompt& scratch, int step) {
+bool expect_same_prompt(const Prompt& cached, const Prompt& scratch, const json& tools, int step) {
   const std::string bytes = scratch.messages.dump();
+  EXPECT_EQ(scratch.tokens_raw, estimate_request_tokens(scratch.messages, tools))
+      << "step " << step;
   EXPECT_EQ(cached.messages.dump(), bytes) << "step " << step;
   EXPECT_EQ(scratch.sha256, sha256_hex(bytes)) << "step " << step;
   EXPECT_EQ(cached.sha256, scratch.sha256) << "step " << step;
@@ -65,11 +67,14 @@ Counts compare_over_run(int64_t window, unsigned seed, int steps, bool compact) 
     }
     Prompt p = build_prompt(cache, log.b.state, log.b.events);
     if (!expect_same_prompt(p, build_prompt(log.b.state, log.b.events, log.config, log.tools),
-                            step)) {
+                            log.tools, step)) {
       break;
     }
     n.omitted_prompts += p.units_omitted > 0;
     log.turn(p.tokens_raw);
+    // The loop gives the messages back once sent, so the next prompt reuses them (now and then it
+    // does not, as after a failed request).
+    if (log.pick(10) != 0) cache.give_back(std::move(p.messages));
   }
   return n;
 }

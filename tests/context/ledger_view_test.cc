@@ -116,5 +116,48 @@ TEST(LedgerView, FiguresAndFailureAreOnTheLine) {
   EXPECT_TRUE(contains(line, "failed: wrong result"));
 }
 
+TEST(LedgerView, AReEvaluatedCandidateIsRankedByItsLatestResult) {
+  std::vector<LedgerEntry> l = {attempt(10, "aaaa", 5.0, true, "first try"),
+                                attempt(11, "bbbb", 3.0, true, "other"),
+                                attempt(12, "aaaa", 1.0, true, "same candidate, noisy rerun")};
+  LedgerViewOptions o;
+  o.best_n = 1;
+  LedgerView view(o);
+  std::string v = view.render({l[0], l[1]});
+  EXPECT_TRUE(contains(v, "aaaa correct score=5")) << v;
+  v = view.render(l);
+  EXPECT_FALSE(contains(v, "score=5")) << v;
+  EXPECT_TRUE(contains(v, "Best attempts:\n- [11] bbbb correct score=3")) << v;
+  EXPECT_TRUE(contains(v, "1 duplicates merged")) << v;
+}
+
+// The loop keeps one LedgerView for a run: fed the growing ledger, it must render what a fresh
+// render of the same ledger gives, with candidates evaluated again (the latest attempt wins, and a
+// best attempt can lose its place), duplicate notes, and both directions.
+TEST(LedgerView, KeptUpToDateItRendersWhatAFreshRenderGives) {
+  for (const char* direction : {"max", "min"}) {
+    LedgerViewOptions o;
+    o.direction = direction;
+    o.max_tokens = 700;
+    o.best_n = 3;
+    o.recent_m = 4;
+    LedgerView view(o);
+    std::vector<LedgerEntry> l;
+    for (int i = 0; i < 400; ++i) {
+      const int64_t seq = 10 + 3 * i;
+      if (i % 3 == 0) {
+        l.push_back(note(seq, i % 9 == 0 ? "dead_end" : "finding",
+                         (i % 2 ? "Tile " : "tile  ") + std::to_string(i % 23)));
+      } else {
+        l.push_back(attempt(seq, "c" + std::to_string((i * 7) % 31), (i * 13 % 17) / 4.0,
+                            i % 5 != 0, "strategy " + std::to_string(i)));
+      }
+      if (i % 7 == 0) continue;  // not rendered at every entry: several new ones at once
+      ASSERT_EQ(view.render(l), render_ledger_view(l, o)) << direction << " entry " << i;
+      ASSERT_EQ(view.tokens(), estimate_text_tokens(view.render(l)));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace marathon::context

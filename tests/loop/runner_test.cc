@@ -109,6 +109,42 @@ TEST(Runner, StopsCleanlyWhenTheToolCallBudgetIsUsedUpAndWarnsBefore) {
   EXPECT_TRUE(told);
 }
 
+TEST(Runner, AStepIsThreeTransactionsTheResponseAndItsFirstToolStartedShareOne) {
+  Fixture f;
+  ScriptedPolicy policy([](int n) {
+    if (n == 5) return reply_with({call("f", "finish", R"({"summary": "done"})")});
+    return reply_with(
+        {call("c" + std::to_string(n), "note", R"({"kind": "finding", "text": "x"})")});
+  });
+  Runner runner(*f.store, policy, f.tools, f.run_dir);
+  EXPECT_EQ(runner.run().reason, "finish");
+  // model.request | model.response + tool.started | tool.finished + effects, six steps.
+  EXPECT_EQ(runner.stats().transactions, 18);
+  std::vector<Event> events = f.events();
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    if (events[i].type == ev::kModelResponse) {
+      EXPECT_EQ(events[i + 1].type, ev::kToolStarted) << "seq " << events[i].seq;
+      EXPECT_EQ(events[i + 1].payload["turn"],
+                fold(std::vector<Event>(events.begin(), events.begin() + i + 1)).used.model_calls);
+    }
+  }
+}
+
+TEST(Runner, AResponseThatUsesUpTheBudgetIsLoggedButItsCallsDoNotRun) {
+  Fixture f([](NewRunOptions& o) { o.max_tokens = 250; });  // each reply uses 110 tokens
+  ScriptedPolicy policy([](int n) {
+    return reply_with(
+        {call("c" + std::to_string(n), "note", R"({"kind": "finding", "text": "x"})")});
+  });
+  Runner runner(*f.store, policy, f.tools, f.run_dir);
+  RunReport report = runner.run();
+  EXPECT_EQ(report.reason, "budget");
+  State s = fold(f.events());
+  EXPECT_EQ(s.used.model_calls, 3);
+  EXPECT_EQ(s.used.tool_calls, 2) << "the third reply crossed the limit: its call did not run";
+  EXPECT_TRUE(s.in_flight.empty());
+}
+
 TEST(Runner, StartsGoalTurnsWhenThePolicyStopsAndPausesTheGoalAfterTurnsWithoutProgress) {
   Fixture f([](NewRunOptions& o) { o.goal_auto_pause_turns = 3; });
   ScriptedPolicy policy([](int) { return reply_with(json::array(), "I am done thinking."); });

@@ -1,4 +1,4 @@
-#include "loop/transcript.h"
+#include "loop/turn_tracker.h"
 
 #include <fmt/format.h>
 
@@ -48,7 +48,7 @@ json normalise_assistant_message(const json& message, int64_t turn) {
   return out;
 }
 
-void Transcript::apply(const Event& e) {
+void TurnTracker::apply(const Event& e) {
   if (e.type == ev::kModelRequest) {
     request_pending_ = true;
   } else if (e.type == ev::kModelResponse) {
@@ -83,7 +83,7 @@ void Transcript::apply(const Event& e) {
   }
 }
 
-std::vector<LoggedToolCall> Transcript::unfinished_calls() const {
+std::vector<LoggedToolCall> TurnTracker::unfinished_calls() const {
   std::vector<LoggedToolCall> out;
   std::multiset<std::string> finished = finished_since_response_;
   for (const LoggedToolCall& c : last_calls_) {

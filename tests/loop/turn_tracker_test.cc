@@ -1,6 +1,6 @@
 // The loop's view of the conversation, fed event by event: which calls are left, whether a request
 // was in flight, whether a goal turn is due; and tool-call ids made unique.
-#include "loop/transcript.h"
+#include "loop/turn_tracker.h"
 
 #include <gtest/gtest.h>
 
@@ -22,8 +22,8 @@ json response(json calls, const std::string& text = "") {
   return {{"message", m}};
 }
 
-TEST(Transcript, CallsOfTheLastResponseStayUnfinishedUntilTheirToolFinishedArrives) {
-  Transcript t;
+TEST(TurnTracker, CallsOfTheLastResponseStayUnfinishedUntilTheirToolFinishedArrives) {
+  TurnTracker t;
   t.apply(event(1, ev::kModelRequest, {}));
   EXPECT_TRUE(t.request_pending());
   t.apply(event(2, ev::kModelResponse,
@@ -40,8 +40,8 @@ TEST(Transcript, CallsOfTheLastResponseStayUnfinishedUntilTheirToolFinishedArriv
   EXPECT_FALSE(t.goal_turn_due());
 }
 
-TEST(Transcript, AStopWithoutToolCallsMakesAGoalTurnDueUntilOneIsStarted) {
-  Transcript t;
+TEST(TurnTracker, AStopWithoutToolCallsMakesAGoalTurnDueUntilOneIsStarted) {
+  TurnTracker t;
   t.apply(event(1, ev::kModelResponse, response(json::array(), "done?")));
   EXPECT_TRUE(t.policy_stopped());
   EXPECT_TRUE(t.goal_turn_due());
@@ -51,8 +51,8 @@ TEST(Transcript, AStopWithoutToolCallsMakesAGoalTurnDueUntilOneIsStarted) {
   EXPECT_EQ(t.goal_turn(), 2);
 }
 
-TEST(Transcript, AFailedModelCallActsOnNothingAndCountsConsecutiveErrors) {
-  Transcript t;
+TEST(TurnTracker, AFailedModelCallActsOnNothingAndCountsConsecutiveErrors) {
+  TurnTracker t;
   json failed = {{"message", json::object()}, {"error", {{"kind", "transport"}}}};
   t.apply(event(1, ev::kModelResponse, failed));
   t.apply(event(2, ev::kModelResponse, failed));
@@ -63,8 +63,8 @@ TEST(Transcript, AFailedModelCallActsOnNothingAndCountsConsecutiveErrors) {
   EXPECT_EQ(t.consecutive_model_errors(), 0);
 }
 
-TEST(Transcript, ASummariserResponseIsNotAModelTurn) {
-  Transcript t;
+TEST(TurnTracker, ASummariserResponseIsNotAModelTurn) {
+  TurnTracker t;
   t.apply(event(1, ev::kModelResponse,
                 response({{{"id", "a"}, {"name", "note"}, {"arguments", "{}"}}})));
   t.apply(

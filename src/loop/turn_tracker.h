@@ -1,4 +1,4 @@
-// Transcript: what the loop must know about the conversation so far, kept up to date event by
+// TurnTracker: what the loop must know about the conversation so far, kept up to date event by
 // event. Everything here is derived from the log alone, so a resumed runner decides exactly as the
 // one that was killed would have: which tool calls of the last model turn are still to run, whether
 // a model request was in flight, whether the policy stopped without finishing (a goal turn is due).
@@ -30,7 +30,7 @@ std::vector<LoggedToolCall> tool_calls_of(const json& message);
 // the model gave none or repeated one) and converts it to the log's flat form. Deterministic.
 json normalise_assistant_message(const json& message, int64_t turn);
 
-class Transcript {
+class TurnTracker {
  public:
   // Feed every event of the log in order. model.response events with a `purpose` (e.g. a
   // compaction summary) are not model turns.
