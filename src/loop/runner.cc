@@ -9,6 +9,7 @@
 #include "context/compaction.h"
 #include "context/prompt_builder.h"
 #include "context/transcript.h"
+#include "core/checkpoint.h"
 #include "core/fold.h"
 #include "goal/budget.h"
 #include "tools/json_schema.h"
@@ -117,6 +118,8 @@ std::vector<Event> Runner::append(std::vector<NewEvent> batch) {
     for (const Event& e : store_.read(state_.last_seq + 1, stored.front().seq - 1)) observe(e);
   }
   for (const Event& e : stored) observe(e);
+  // Every ~1000 events, the folded state as a checkpoint: opening a long run folds only the tail.
+  maybe_write_checkpoint(store_, state_);
   return stored;
 }
 

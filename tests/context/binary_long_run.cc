@@ -10,6 +10,8 @@
 #include "context/compaction_log.h"
 #include "context/goal_block.h"
 #include "context/token_estimate.h"
+#include "core/checkpoint.h"
+#include "core/state_json.h"
 #include "scripted_llm_server.h"
 
 namespace marathon::context {
@@ -101,6 +103,13 @@ TEST(BinaryLongRun, TwelveHundredToolCallsIn32kWindowKeepGoalAndDeadEnds) {
   int compaction_events = 0;
   for (const Event& e : events) compaction_events += e.type.rfind("compaction.", 0) == 0;
   EXPECT_GT(compaction_events, 0);
+  // The runner left fold checkpoints on the way, and the newest is the fold of the log up to it.
+  auto store = EventStore::open((run / "events.db").string(), EventStore::Mode::kReadOnly);
+  std::optional<State> cp = read_checkpoint(*store, s.last_seq);
+  ASSERT_TRUE(cp.has_value()) << "no checkpoint in a log of " << events.size() << " events";
+  EXPECT_GE(cp->last_seq, kCheckpointEvery);
+  std::vector<Event> prefix(events.begin(), events.begin() + cp->last_seq);
+  EXPECT_EQ(state_to_json(*cp).dump(), state_to_json(fold(prefix)).dump());
   std::printf("%zu model turns, %zu summariser calls, %d compaction events, %lld tool calls\n",
               turns, summaries, compaction_events, static_cast<long long>(s.used.tool_calls));
 }
