@@ -5,8 +5,8 @@
 #include "context/compaction_log.h"
 #include "context/goal_block.h"
 #include "context/ledger_view.h"
-#include "context/sha256_stream.h"
 #include "context/token_estimate.h"
+#include "core/sha256_stream.h"
 
 namespace marathon::context {
 namespace {

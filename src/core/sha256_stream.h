@@ -1,6 +1,7 @@
 // Sha256Stream: sha256 over pieces fed one after another, so a text that exists only as its parts
 // (a prompt's messages, each serialised once and cached) is hashed without being joined.
-// hex() of the pieces equals sha256_hex (core/event_store.h) of their concatenation.
+// hex() of the pieces equals sha256_hex (core/event_store.h) of their concatenation. Both are in
+// core/sha256.cc.
 #pragma once
 
 #include <memory>
@@ -9,7 +10,7 @@
 
 struct evp_md_ctx_st;
 
-namespace marathon::context {
+namespace marathon {
 
 class Sha256Stream {
  public:
@@ -28,4 +29,4 @@ class Sha256Stream {
   std::unique_ptr<evp_md_ctx_st, Free> ctx_;
 };
 
-}  // namespace marathon::context
+}  // namespace marathon
