@@ -77,39 +77,7 @@ class Reader {
   // The top-level object, less the members named in leave_out.
   json top_object(const std::vector<std::string_view>& leave_out) {
     if (peek() != '{') return value(0);
-    ++p_;
-    json out(json::value_t::object);
-    auto& obj = out.get_ref<json::object_t&>();
-    ws();
-    if (peek() == '}') {
-      ++p_;
-      return out;
-    }
-    std::string key;
-    for (;;) {
-      ws();
-      expect('"');
-      key.clear();
-      string_body(key);
-      ws();
-      expect(':');
-      ws();
-      bool skip = false;
-      for (std::string_view k : leave_out) skip = skip || k == key;
-      if (skip) {
-        skip_value(1);
-        obj.erase(key);  // as if removed after parsing, duplicates included
-      } else {
-        put(obj, key, value(1));
-      }
-      ws();
-      if (peek() == ',') {
-        ++p_;
-        continue;
-      }
-      expect('}');
-      return out;
-    }
+    return object(1, &leave_out);
   }
 
   // Keys arrive sorted when the text came from json::dump (std::map order), so the end is
@@ -122,7 +90,8 @@ class Reader {
     }
   }
 
-  json object(int depth) {
+  // An object; members named in *leave_out are stepped over, not built.
+  json object(int depth, const std::vector<std::string_view>* leave_out = nullptr) {
     if (depth > kMaxDepth) throw NotHandled{};
     ++p_;
     json out(json::value_t::object);
@@ -141,7 +110,16 @@ class Reader {
       ws();
       expect(':');
       ws();
-      put(obj, key, value(depth));
+      bool skip = false;
+      if (leave_out) {
+        for (std::string_view k : *leave_out) skip = skip || k == key;
+      }
+      if (skip) {
+        skip_value(depth);
+        obj.erase(key);  // as if removed after parsing, duplicates included
+      } else {
+        put(obj, key, value(depth));
+      }
       ws();
       if (peek() == ',') {
         ++p_;
