@@ -111,11 +111,20 @@ def compile_one(kk, cfg):
     h0 = torch.zeros(1, 16, 128, 128, device="cuda")
     pc = {n: cfg[n] for n in prep_keys(kk) if n in cfg}
     prep = kk.kda_prepare(q, k, v, g, beta, 0.1, **pc)
-    sc = dict(bv=cfg["bv"], scan_warps=cfg["scan_warps"], scan_stages=cfg["scan_stages"])
+    sc = scan_args(cfg)
     kk.kda_scan(prep, None, False, **sc)
     if cfg.get("states"):
         kk.kda_scan(prep, h0, True, **sc)
     torch.cuda.synchronize()
+
+
+def scan_args(cfg):
+    """kda_scan's keyword arguments from a configuration's scan knobs."""
+    return dict(
+        bv=cfg["bv"],
+        scan_warps=cfg["scan_warps"],
+        scan_stages=cfg["scan_stages"],
+    )
 
 
 def precompile(cfgs):
@@ -166,7 +175,7 @@ def main():
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--fla", default="none")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "kda.json"))
-    ap.add_argument("--configs", default="split", help="split | sweep | quick | default")
+    ap.add_argument("--configs", default="split", help="split | scan | sweep | quick | default")
     ap.add_argument("--budget-s", type=float, default=420.0, help="skip FLA after this")
     args = ap.parse_args()
     t_start = time.time()
@@ -210,6 +219,19 @@ def main():
             dict(base, impl="dense", bk=32, wprec="tf32"),
         ]
         scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=3) for bv in (32, 64)]
+    elif args.configs == "scan":
+        # the default prep and the intra kernel with 8 warps; the scan's V block, warps and stages
+        prep_cfgs = [
+            base,
+            dict(base, prep_warps=8),
+            dict(base, prep_warps=8, intra_nreg=128),
+            dict(base, prep_warps=8, bk=32),
+            dict(base, prep_warps=8, bk=32, intra_nreg=128),
+        ]
+        scan_cfgs = [
+            dict(bv=bv, scan_warps=w, scan_stages=st)
+            for bv, w, st in ((32, 4, 3), (64, 4, 3), (64, 8, 3), (64, 8, 2), (128, 8, 2), (128, 8, 1), (32, 8, 3))
+        ]
     elif args.configs == "quick":
         prep_cfgs = [base, dict(base, sprec="tf32"), dict(base, prec="tf32")]
         scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=s) for bv, s in ((32, 3), (64, 3))]
@@ -288,8 +310,8 @@ def main():
         sbest = None
         for sc in scan_cfgs:
             try:
-                t = time_graph(lambda sc=sc: kk.kda_scan(prep, None, False, **sc))
-                o_sc, _ = kk.kda_scan(prep, None, False, **sc)
+                t = time_graph(lambda sc=sc: kk.kda_scan(prep, None, False, **scan_args(sc)))
+                o_sc, _ = kk.kda_scan(prep, None, False, **scan_args(sc))
                 if o_ref_cfg is None:
                     o_ref_cfg = o_sc
                 dev_ = rel(o_sc, o_ref_cfg)

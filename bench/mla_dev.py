@@ -59,6 +59,7 @@ PREFILL_CONFIGS = [
     {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_DV": 128, "num_warps": 8, "num_stages": 1},
 ]
 
+SCALING_SKV = [int(x) for x in os.environ.get("MLA_SCALING_SKV", "512,1024,2048,4096,8192,16384").split(",")]
 rows_out: list[dict] = []
 flush_buf = None
 
@@ -329,6 +330,52 @@ def smoke(dec):
     sys.exit(1 if bad else 0)
 
 
+def scaling(dec):
+    """Sq 1 decode time against the cache length (each split one to eight kv tiles at the task's
+    shape): the intercept is the fixed cost per call (q load, launch, barrier, merge), the slope the
+    cost per kv tile."""
+    global flush_buf
+    flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device=DEV)
+    tiny = torch.zeros(1, device=DEV)
+    cold, lf, warm = time_decode(lambda: tiny.add_(1), reps=50)
+    log(f"scaling tiny kernel: cold {cold:.2f} lf {lf:.2f} warm {warm:.2f} us")
+    log("| config | Skv | cold us | lf us | warm us | err |")
+    log("|---|---|---|---|---|---|")
+    for cfg in dec:
+        for skv in SCALING_SKV:
+            q = torch.randn(B, 1, H, D, device=DEV).to(torch.bfloat16)
+            kv = torch.randn(B, skv, D, device=DEV).to(torch.bfloat16)
+            err = check_decode(cfg, 1, SCALES[0], Skv=skv)
+            cold, lf, warm = time_decode(lambda: K.decode_with_config(q, kv, SCALES[0], DV, cfg))
+            name = json.dumps(cfg, separators=(",", ":"))
+            log(f"| {name} | {skv} | {cold:.2f} | {lf:.2f} | {warm:.2f} | {err:.1e} |")
+            if cfg.get("trace"):
+                trace_breakdown(lambda: K.decode_with_config(q, kv, SCALES[0], DV, cfg))
+
+
+def trace_breakdown(fn):
+    """One eager call with the kernel's timer stamps: where a program's time goes (us)."""
+    for _ in range(3):
+        flush()
+        fn()
+    torch.cuda.synchronize()
+    tr = K.LAST_TRACE[0].view(-1, 8)[:, :5].double().cpu() / 1e3
+    t0 = tr[:, 0].min()
+    tr = tr - t0
+    parts = {
+        "start": tr[:, 0],
+        "loop": tr[:, 1] - tr[:, 0],
+        "store": tr[:, 2] - tr[:, 1],
+        "barrier": tr[:, 3] - tr[:, 2],
+        "merge": tr[:, 4] - tr[:, 3],
+        "end": tr[:, 4],
+    }
+    log(
+        "    trace (us, min/mean/max over programs): "
+        + ", ".join(f"{k} {v.min():.2f}/{v.mean():.2f}/{v.max():.2f}" for k, v in parts.items())
+    )
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -338,6 +385,7 @@ def main():
     ap.add_argument("--warm-only", action="store_true", help="compile one config (internal)")
     ap.add_argument("--profile", action="store_true", help="one call per config, for ncu")
     ap.add_argument("--smoke", action="store_true", help="one checked decode call per config, then exit")
+    ap.add_argument("--scaling", action="store_true", help="Sq 1 decode time against the cache length")
     args = ap.parse_args()
     dec = json.loads(args.decode_configs) if args.decode_configs else DECODE_CONFIGS
     pre = json.loads(args.prefill_configs) if args.prefill_configs else PREFILL_CONFIGS
@@ -348,6 +396,9 @@ def main():
         smoke(dec)
     if args.profile:
         profile_calls(dec, pre, args.skip)
+        return
+    if args.scaling:
+        scaling(dec)
         return
     precompile(dec, pre, args.skip)
     log(torch.cuda.get_device_name(), torch.__version__, "triton", K.triton.__version__)

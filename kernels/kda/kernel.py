@@ -669,7 +669,7 @@ PREP_KEYS = (
 KNOBS = {
     "impl": ["split", "dense", "blocks"],
     "sprec": ["tf32", "bf16", "tf32x3"],
-    "bv": [16, 32, 64],
+    "bv": [16, 32, 64, 128],
     "prec": ["tf32", "bf16"],
     "wprec": ["bf16", "tf32"],  # "dense" / "blocks": bf16 gave NaN with the dense prep
     "scan_warps": [4, 8],

@@ -53,6 +53,8 @@ DECODE_CONFIG = {
     "cooperative": True,
     "tma": "kv",
     "merge_block_dv": 64,
+    "fused_merge_dv": 0,
+    "trace": False,
 }
 PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2}
 NUM_SMS_FALLBACK = 132
@@ -70,6 +72,7 @@ KNOBS = {
         "cooperative": [False, True],
         "tma": [False, "kv", True],
         "merge_block_dv": [32, 64, 128],
+        "fused_merge_dv": [0, 64, 128, 256, 512],
     },
     "prefill": {
         "BLOCK_M": [64, 128],
@@ -96,7 +99,9 @@ def _grid_barrier(SYNC, num_programs):
     """All programs of the grid wait here until every one has arrived (they must be co-resident:
     one wave, launched cooperatively). SYNC[0] counts arrivals and is reset by the last one, which
     then bumps the generation SYNC[1] that the others spin on; so the state is clean for the next call.
-    Release/acquire at GPU scope orders the partials written before it with the reads after it."""
+    Release/acquire at GPU scope orders the partials written before it with the reads after it.
+    (Spinning on plain acquire loads, with the two counters on separate 128-byte lines, measured
+    the same.)"""
     tl.debug_barrier()
     gen = tl.atomic_add(SYNC + 1, 0, sem="relaxed")
     arrived = tl.atomic_add(SYNC, 1, sem="acq_rel")
@@ -108,6 +113,12 @@ def _grid_barrier(SYNC, num_programs):
         while cur == gen:
             cur = tl.atomic_add(SYNC + 1, 0, sem="acquire")
     tl.debug_barrier()
+
+
+@triton.jit
+def _now(x):
+    """The GPU's global nanosecond timer (for TRACE; x only gives the result its shape)."""
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [x], dtype=tl.int64, is_pure=False, pack=1)
 
 
 @triton.jit
@@ -134,13 +145,14 @@ def _merge_row(
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = col0 + tl.arange(0, BLOCK_DV)
     s_ok = offs_s < num_splits
+    # both loads are issued before the weights' reductions (their barriers would hold the second
+    # load back by a whole L2 round trip)
+    po_ptr = PO + b * stride_pb + row * stride_pm + offs_s[:, None] * stride_ps + offs_d[None, :]
+    po = tl.load(po_ptr, mask=s_ok[:, None], other=0.0, cache_modifier=".cg")
     lse = tl.load(LSE + b * stride_lb + row * stride_lm + offs_s, mask=s_ok, other=float("-inf"), cache_modifier=".cg")
     mx = tl.max(lse, 0)  # finite: split 0 always sees kv index 0
     w = tl.exp2(lse - mx)
-    w = w / tl.sum(w, 0)
-    po_ptr = PO + b * stride_pb + row * stride_pm + offs_s[:, None] * stride_ps + offs_d[None, :]
-    po = tl.load(po_ptr, mask=s_ok[:, None], other=0.0, cache_modifier=".cg").to(tl.float32)
-    o = tl.sum(po * w[:, None], 0)
+    o = tl.sum(po.to(tl.float32) * w[:, None], 0) / tl.sum(w, 0)
     tl.store(O + b * stride_ob + row * stride_om + offs_d, o.to(O.dtype.element_ty))
 
 
@@ -158,6 +170,7 @@ def _decode_kernel(
     LSE,
     O,
     SYNC,
+    TR,
     scale_log2,
     M,
     Skv,
@@ -187,10 +200,13 @@ def _decode_kernel(
     MODE: tl.constexpr,
     TMA: tl.constexpr,
     F32_DOT: tl.constexpr,
+    TRACE: tl.constexpr,
 ):
     """Program (split * NCH + column chunk, row block, batch). MODE 0: one split, o written directly;
     1: normalised partial + log-sum-exp (a merge kernel follows); 2: the same, then a grid barrier, and
-    the same launch merges: the row block's programs share out its (row, MERGE_DV columns) items."""
+    the same launch merges: the row block's programs share out its (row, MERGE_DV columns) items.
+    TRACE: the program writes global-timer stamps (ns) to TR[program, 0..4]: start, kv loop done,
+    partial stored, barrier passed, end (a profiling aid; off by default)."""
     NCH: tl.constexpr = DV // BLOCK_DV
     HALF: tl.constexpr = DV // 2
     pid = tl.program_id(0)
@@ -198,6 +214,9 @@ def _decode_kernel(
     pid_s = pid // NCH
     pid_m = tl.program_id(1)
     b = tl.program_id(2)
+    if TRACE:
+        tr = TR + ((b * tl.num_programs(1) + pid_m) * tl.num_programs(0) + pid) * 8
+        tl.store(tr, _now(pid))
 
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
@@ -278,6 +297,8 @@ def _decode_kernel(
         # the same kv rows, already on chip, are the values
         acc = _dot(p.to(kv_own.dtype), kv_own, acc, F32_DOT)
 
+    if TRACE:
+        tl.store(tr + 1, _now(tl.sum(l_i, 0).to(tl.int32, bitcast=True)))
     empty = l_i == 0.0
     l_safe = tl.where(empty, 1.0, l_i)
     # one reciprocal per row, not a precise division per element (about 500 instructions a warp)
@@ -291,8 +312,13 @@ def _decode_kernel(
         tl.store(po_ptr, out.to(PO.dtype.element_ty), mask=row_ok[:, None])
         # every column chunk of a split has the same log-sum-exp: one writes it
         tl.store(LSE + b * stride_lb + rows * stride_lm + pid_s, lse, mask=row_ok & (h == 0))
+        if TRACE:
+            tl.debug_barrier()
+            tl.store(tr + 2, _now(pid))
         if MODE == 2:
             _grid_barrier(SYNC, num_programs)
+            if TRACE:
+                tl.store(tr + 3, _now(pid))
             # the row block's (row, MERGE_DV columns) items, dealt out over its NCH * S programs
             NCOL: tl.constexpr = DV // MERGE_DV
             for it in range(pid, BLOCK_M * NCOL, NCH * num_splits):
@@ -316,6 +342,9 @@ def _decode_kernel(
                         BLOCK_S,
                         MERGE_DV,
                     )
+    if TRACE:
+        tl.debug_barrier()
+        tl.store(tr + 4, _now(pid))
 
 
 @triton.jit
@@ -495,6 +524,7 @@ def decode_splits(per_split: int, Skv: int, block_n: int, num_sms: int) -> int:
 
 
 _SYNC: dict = {}
+LAST_TRACE: list = [None]
 
 
 def _sync_buffer(device: torch.device):
@@ -548,7 +578,9 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
     block_s = max(2, triton.next_power_of_2(S))
     # fused merge: about one (row, columns) item per program, at most 16K partial values per item
     per_block = nch * S
-    merge_dv = max(32, min(dv, 16384 // block_s, _pow2_floor(max(1, BLOCK_M * dv // per_block))))
+    merge_dv = cfg["fused_merge_dv"] or max(
+        32, min(dv, 16384 // block_s, _pow2_floor(max(1, BLOCK_M * dv // per_block)))
+    )
     extra = {"launch_cooperative_grid": True} if mode == 2 and cfg["cooperative"] else {}
     # tma: False (pointer loads), "kv" (kv tiles through TMA descriptors), True (q and kv). A GPU
     # feature with boxes at most 256 wide: the interpreter, BLOCK_DV 512 and tensors not 16-byte
@@ -563,6 +595,10 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
         kd = tuple(TensorDescriptor.from_tensor(kv.view(B * Skv, dv + d_pe), [BLOCK_N, w]) for w in widths)
         if tma == 2:
             qd = tuple(TensorDescriptor.from_tensor(q2.view(B * M, dv + d_pe), [BLOCK_M, w]) for w in widths)
+    # trace: timer stamps per program, kept in LAST_TRACE for a profiler script (see the kernel)
+    trace = torch.zeros((B, m_blocks, nch * S, 8), device=q.device, dtype=torch.int64) if cfg["trace"] else lse
+    if cfg["trace"]:
+        LAST_TRACE[0] = trace
     _decode_kernel[(nch * S, m_blocks, B)](
         q2,
         kv,
@@ -572,6 +608,7 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
         lse,
         o2,
         sync,
+        trace,
         scale * LOG2E,
         M,
         Skv,
@@ -601,6 +638,7 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
         MODE=mode,
         TMA=tma,
         F32_DOT=_interpreting(),
+        TRACE=bool(cfg["trace"]),
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
         **extra,
