@@ -551,6 +551,11 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
     nch = dv // block_dv
     if nch not in (1, 2, 4):
         raise ValueError(f"mla_decode: BLOCK_DV={block_dv} must be dv, dv/2 or dv/4 (dv={dv})")
+    if cfg["trace"] and (not q.is_cuda or _interpreting()):
+        raise ValueError("mla_decode: trace needs a GPU (the stamps read the GPU's global timer)")
+    fdv = cfg["fused_merge_dv"]
+    if fdv and (fdv & (fdv - 1) or not 16 <= fdv <= dv):
+        raise ValueError(f"mla_decode: fused_merge_dv={fdv} must be 0 (automatic) or a power of two in [16, {dv}]")
     m_blocks = triton.cdiv(M, BLOCK_M)
     num_sms = _num_sms(q.device)
     per_split = B * m_blocks * nch

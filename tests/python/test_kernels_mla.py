@@ -108,6 +108,17 @@ def test_decode_refuses_a_column_tiling_it_cannot_do():
         K.decode_with_config(q, kv, 0.1, DV, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 64})
 
 
+def test_decode_refuses_bad_profiling_and_merge_knobs():
+    q, kv = _inputs(1, 1, 2, 8, seed=1)
+    base = {"BLOCK_M": 16, "BLOCK_N": 16}
+    if not q.is_cuda:
+        with pytest.raises(ValueError, match="trace needs a GPU"):
+            K.decode_with_config(q, kv, 0.1, DV, {**base, "trace": True})
+    for bad in (48, 8, 1024):
+        with pytest.raises(ValueError, match="fused_merge_dv"):
+            K.decode_with_config(q, kv, 0.1, DV, {**base, "fused_merge_dv": bad})
+
+
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize(
     "B,S,H,cfg",
