@@ -220,17 +220,17 @@ def main():
         ]
         scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=3) for bv in (32, 64)]
     elif args.configs == "scan":
-        # the default prep and the intra kernel with 8 warps; the scan's V block, warps and stages
+        # the intra kernel's exponential-saving knobs; the scan's V block and pipeline depth (one
+        # stage leaves room for two or three programs per SM)
         prep_cfgs = [
             base,
-            dict(base, prep_warps=8),
-            dict(base, prep_warps=8, intra_nreg=128),
-            dict(base, prep_warps=8, bk=32),
-            dict(base, prep_warps=8, bk=32, intra_nreg=128),
+            dict(base, g63sub=True),
+            dict(base, ctab=True),
+            dict(base, g63sub=True, ctab=True),
         ]
         scan_cfgs = [
-            dict(bv=bv, scan_warps=w, scan_stages=st)
-            for bv, w, st in ((32, 4, 3), (64, 4, 3), (64, 8, 3), (64, 8, 2), (128, 8, 2), (128, 8, 1), (32, 8, 3))
+            dict(bv=bv, scan_warps=4, scan_stages=st)
+            for bv, st in ((32, 3), (64, 3), (32, 1), (64, 1), (32, 2), (64, 2), (16, 1))
         ]
     elif args.configs == "quick":
         prep_cfgs = [base, dict(base, sprec="tf32"), dict(base, prec="tf32")]

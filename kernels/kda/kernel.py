@@ -439,7 +439,8 @@ def _kda_intra(
     qg_out, kd_out, kb_out, a_out, aqk_out, gc_out, lcu,
     scale, T, H, NT, TP,
     K: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr, BATCH: tl.constexpr,
-    LCMEM: tl.constexpr, CUMP: tl.constexpr, INTERP: tl.constexpr,
+    LCMEM: tl.constexpr, CUMP: tl.constexpr, G63SUB: tl.constexpr, CTAB: tl.constexpr,
+    INTERP: tl.constexpr,
 ):  # fmt: skip
     """Split prep, kernel 1 of 2, one program per (chunk, head): the cumulative gates, the
     elementwise outputs qg = scale q e^G, kd = k e^(G_63 - G), kb = beta k e^G (bf16) and
@@ -449,7 +450,12 @@ def _kda_intra(
 
     BATCH: the four 16-row blocks as one batched product [4, 16, BK] @ [4, BK, 64], block I's rows
     against its own column tile k_j 2^(m_I - G_j) (zero past block I), so no row masks and no
-    wasted products; else as _kda_prep_dense (masked [64, 64] products)."""
+    wasted products; else as _kda_prep_dense (masked [64, 64] products).
+
+    G63SUB: G_63 - G as row 63 of G minus G (a column reduction) instead of the product Ur g.
+    CTAB (with BATCH): the column tiles from one exponential per element, k_j 2^(m_J - G_j) at the
+    midpoint of j's own block J, times a [4, 4, BK] table 2^(m_I - m_J) (<= 1 for J <= I, zero
+    above), instead of 2^(m_I - G_j) for each of the four blocks I."""
     c = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -497,7 +503,11 @@ def _kda_intra(
         tl.store(gc_p + ks + rk[None, :] + ri * 0, eG, mask=(ri == 63) & (rk[None, :] < BK))
         _put(qg_out + o_row * K + ks, t0, K, qs * eG, 64, BK, INTERP)
         _put(kb_out + o_row * K + ks, t0, K, kbe * eG, 64, BK, INTERP)
-        kd = k64 * _ex2(_cum(Ur, g64, INTERP), INTERP)
+        if G63SUB:
+            Gd = tl.sum(tl.where(ri == 63, G, 0.0), axis=0)[None, :] - G
+        else:
+            Gd = _cum(Ur, g64, INTERP)
+        kd = k64 * _ex2(Gd, INTERP)
         _put(kd_out + o_row * K + ks, t0, K, kd, 64, BK, INTERP)
         if BATCH:
             G3 = tl.reshape(G, [4, 16, BK])
@@ -505,7 +515,12 @@ def _kda_intra(
             e3 = _ex2(G3 - m4[:, None, :], INTERP)
             kr3 = tl.reshape(kbe, [4, 16, BK]) * e3
             qr3 = tl.reshape(qs, [4, 16, BK]) * e3
-            C3 = tl.where(cmask, k64[None, :, :] * _ex2(m4[:, None, :] - G[None, :, :], INTERP), 0.0)
+            if CTAB:
+                kc3 = tl.reshape(k64, [4, 16, BK]) * _ex2(m4[:, None, :] - G3, INTERP)
+                dm = tl.where(i4[None, :, None] <= i4[:, None, None], m4[:, None, :] - m4[None, :, :], float("-inf"))
+                C3 = tl.reshape(_ex2(dm, INTERP)[:, :, None, :] * kc3[None, :, :, :], [4, 64, BK])
+            else:
+                C3 = tl.where(cmask, k64[None, :, :] * _ex2(m4[:, None, :] - G[None, :, :], INTERP), 0.0)
             Ct = tl.permute(C3, (0, 2, 1))
             A3 = _mmx(kr3, Ct, A3, PREC, INTERP)
             P3 = _mmx(qr3, Ct, P3, PREC, INTERP)
@@ -656,13 +671,13 @@ def _kda_scan(
 CONFIG = dict(
     impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
     intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3", solve_warps=4, solve_nreg=128, bw=64,
-    bv=None, scan_warps=4, scan_stages=3,
+    g63sub=False, ctab=False, bv=None, scan_warps=4, scan_stages=3,
 )  # fmt: skip
 
 # The knobs of the prep stage (kda_prepare's arguments)
 PREP_KEYS = (
     "impl", "prec", "wprec", "sprec", "prep_warps", "bk", "batch", "intra_nreg", "intra_stages",
-    "lcmem", "cump", "solve_warps", "solve_nreg", "bw",
+    "lcmem", "cump", "solve_warps", "solve_nreg", "bw", "g63sub", "ctab",
 )  # fmt: skip
 
 # The values a search may try for each knob of CONFIG.
@@ -684,6 +699,8 @@ KNOBS = {
     "solve_warps": [4, 8],
     "solve_nreg": [0, 168, 128],
     "bw": [32, 64, 128],
+    "g63sub": [False, True],  # G_63 - G by a subtraction instead of a product
+    "ctab": [False, True],  # the column tiles from a table of block-midpoint factors
 }
 
 
@@ -724,7 +741,7 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
 def kda_prepare(
     q, k, v, g, beta, scale, prec="bf16", wprec="bf16", prep_warps=4, bk=16, impl="split",
     sprec="bf16", batch=True, intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3",
-    solve_warps=4, solve_nreg=128, bw=64, only=None,
+    solve_warps=4, solve_nreg=128, bw=64, g63sub=False, ctab=False, only=None,
 ):  # fmt: skip
     """The chunk-parallel part (one or two kernels). Returns the buffers the scan reads, as a
     dict. only="intra" runs the first of the two split kernels alone (for timing it)."""
@@ -768,7 +785,8 @@ def kda_prepare(
         a32 = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.float32)
         _kda_intra[(NT, BH)](
             q, k, g, beta, qg, kd, kb, a32, aqk, gc, _cum_matrices(dev), float(scale), T, H, NT, TP,
-            K=K, BK=bk, PREC=prec, BATCH=batch, LCMEM=lcmem, CUMP=cump, INTERP=interp,
+            K=K, BK=bk, PREC=prec, BATCH=batch, LCMEM=lcmem, CUMP=cump, G63SUB=g63sub,
+            CTAB=ctab and batch, INTERP=interp,
             num_warps=prep_warps, num_stages=intra_stages, maxnreg=intra_nreg or None,
         )  # fmt: skip
         if only == "intra":

@@ -85,6 +85,9 @@ def test_kda_matches_recurrence_within_tolerance(B, T, H, K, V, with_h0):
         dict(batch=False),
         dict(cump="tf32", lcmem=True),
         dict(wprec="tf32", prec="tf32", sprec="tf32"),
+        dict(g63sub=True),
+        dict(ctab=True),
+        dict(g63sub=True, ctab=True),
     ],
 )
 def test_kda_prep_variants_match_recurrence(cfg):
@@ -115,12 +118,13 @@ def test_kda_scale_argument_is_used():
     assert _rel(o_default, ro_default) <= TOL
 
 
-def test_kda_strong_decay_stays_finite_and_accurate():
+@pytest.mark.parametrize("cfg", [dict(), dict(g63sub=True, ctab=True)])
+def test_kda_strong_decay_stays_finite_and_accurate(cfg):
     """g down to about -5 per step (FLA's safe-gate bound): exp(-G) over a chunk would overflow
     float32 without the sub-chunk re-centring."""
     q, k, v, g, beta = _inputs(1, 128, 1, 32, 32, seed=11, g_scale=2.0)
     g = g.clamp(min=-5.0)
-    o, hT = kda_kernel.kda_fwd(q, k, v, g, beta, 32**-0.5, output_final_state=True)
+    o, hT = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 32**-0.5, output_final_state=True, **cfg)
     ro, rh = _reference(q, k, v, g, beta, 32**-0.5, None)
     assert torch.isfinite(o).all()
     assert _rel(o, ro) <= TOL
