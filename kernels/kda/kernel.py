@@ -439,8 +439,7 @@ def _kda_intra(
     qg_out, kd_out, kb_out, a_out, aqk_out, gc_out, lcu,
     scale, T, H, NT, TP,
     K: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr, BATCH: tl.constexpr,
-    LCMEM: tl.constexpr, CUMP: tl.constexpr, G63SUB: tl.constexpr, CTAB: tl.constexpr,
-    INTERP: tl.constexpr,
+    LCMEM: tl.constexpr, CUMP: tl.constexpr, G63SUB: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """Split prep, kernel 1 of 2, one program per (chunk, head): the cumulative gates, the
     elementwise outputs qg = scale q e^G, kd = k e^(G_63 - G), kb = beta k e^G (bf16) and
@@ -452,10 +451,7 @@ def _kda_intra(
     against its own column tile k_j 2^(m_I - G_j) (zero past block I), so no row masks and no
     wasted products; else as _kda_prep_dense (masked [64, 64] products).
 
-    G63SUB: G_63 - G as row 63 of G minus G (a column reduction) instead of the product Ur g.
-    CTAB (with BATCH): the column tiles from one exponential per element, k_j 2^(m_J - G_j) at the
-    midpoint of j's own block J, times a [4, 4, BK] table 2^(m_I - m_J) (<= 1 for J <= I, zero
-    above), instead of 2^(m_I - G_j) for each of the four blocks I."""
+    G63SUB: G_63 - G as row 63 of G minus G (a column reduction) instead of the product Ur g."""
     c = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -515,12 +511,7 @@ def _kda_intra(
             e3 = _ex2(G3 - m4[:, None, :], INTERP)
             kr3 = tl.reshape(kbe, [4, 16, BK]) * e3
             qr3 = tl.reshape(qs, [4, 16, BK]) * e3
-            if CTAB:
-                kc3 = tl.reshape(k64, [4, 16, BK]) * _ex2(m4[:, None, :] - G3, INTERP)
-                dm = tl.where(i4[None, :, None] <= i4[:, None, None], m4[:, None, :] - m4[None, :, :], float("-inf"))
-                C3 = tl.reshape(_ex2(dm, INTERP)[:, :, None, :] * kc3[None, :, :, :], [4, 64, BK])
-            else:
-                C3 = tl.where(cmask, k64[None, :, :] * _ex2(m4[:, None, :] - G[None, :, :], INTERP), 0.0)
+            C3 = tl.where(cmask, k64[None, :, :] * _ex2(m4[:, None, :] - G[None, :, :], INTERP), 0.0)
             Ct = tl.permute(C3, (0, 2, 1))
             A3 = _mmx(kr3, Ct, A3, PREC, INTERP)
             P3 = _mmx(qr3, Ct, P3, PREC, INTERP)
@@ -671,13 +662,13 @@ def _kda_scan(
 CONFIG = dict(
     impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
     intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3", solve_warps=4, solve_nreg=128, bw=64,
-    g63sub=False, ctab=False, bv=None, scan_warps=4, scan_stages=3,
+    g63sub=True, bv=None, scan_warps=4, scan_stages=3,
 )  # fmt: skip
 
 # The knobs of the prep stage (kda_prepare's arguments)
 PREP_KEYS = (
     "impl", "prec", "wprec", "sprec", "prep_warps", "bk", "batch", "intra_nreg", "intra_stages",
-    "lcmem", "cump", "solve_warps", "solve_nreg", "bw", "g63sub", "ctab",
+    "lcmem", "cump", "solve_warps", "solve_nreg", "bw", "g63sub",
 )  # fmt: skip
 
 # The values a search may try for each knob of CONFIG.
@@ -699,8 +690,7 @@ KNOBS = {
     "solve_warps": [4, 8],
     "solve_nreg": [0, 168, 128],
     "bw": [32, 64, 128],
-    "g63sub": [False, True],  # G_63 - G by a subtraction instead of a product
-    "ctab": [False, True],  # the column tiles from a table of block-midpoint factors
+    "g63sub": [True, False],  # G_63 - G by a subtraction (default) or as a product Ur g
 }
 
 
@@ -741,7 +731,7 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
 def kda_prepare(
     q, k, v, g, beta, scale, prec="bf16", wprec="bf16", prep_warps=4, bk=16, impl="split",
     sprec="bf16", batch=True, intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3",
-    solve_warps=4, solve_nreg=128, bw=64, g63sub=False, ctab=False, only=None,
+    solve_warps=4, solve_nreg=128, bw=64, g63sub=True, only=None,
 ):  # fmt: skip
     """The chunk-parallel part (one or two kernels). Returns the buffers the scan reads, as a
     dict. only="intra" runs the first of the two split kernels alone (for timing it)."""
@@ -786,7 +776,7 @@ def kda_prepare(
         _kda_intra[(NT, BH)](
             q, k, g, beta, qg, kd, kb, a32, aqk, gc, _cum_matrices(dev), float(scale), T, H, NT, TP,
             K=K, BK=bk, PREC=prec, BATCH=batch, LCMEM=lcmem, CUMP=cump, G63SUB=g63sub,
-            CTAB=ctab and batch, INTERP=interp,
+            INTERP=interp,
             num_warps=prep_warps, num_stages=intra_stages, maxnreg=intra_nreg or None,
         )  # fmt: skip
         if only == "intra":
