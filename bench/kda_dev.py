@@ -124,6 +124,7 @@ def scan_args(cfg):
         bv=cfg["bv"],
         scan_warps=cfg["scan_warps"],
         scan_stages=cfg["scan_stages"],
+        scan_tma=cfg.get("scan_tma", False),
     )
 
 
@@ -175,7 +176,7 @@ def main():
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--fla", default="none")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "kda.json"))
-    ap.add_argument("--configs", default="split", help="split | scan | sweep | quick | default")
+    ap.add_argument("--configs", default="split", help="split | scan | tma | sweep | quick | default")
     ap.add_argument("--budget-s", type=float, default=420.0, help="skip FLA after this")
     args = ap.parse_args()
     t_start = time.time()
@@ -231,6 +232,20 @@ def main():
             dict(g63, solve_nreg=96),
         ]
         scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=3) for bv in (32, 64)]
+    elif args.configs == "tma":
+        # the intra kernel's tiles through tensor descriptors, with the register caps it may now
+        # afford (3 blocks per SM at 168), against per-element pointers
+        prep_cfgs = [
+            dict(base, tma=True, intra_nreg=0),
+            dict(base, tma=True, intra_nreg=168),
+            dict(base, tma=True, intra_nreg=168, intra_stages=2),
+            dict(base, tma=True, intra_nreg=128, intra_stages=2),
+            dict(base, tma=False, intra_nreg=0),
+        ]
+        scan_cfgs = [
+            dict(bv=bv, scan_warps=4, scan_stages=st, scan_tma=tma)
+            for bv, st, tma in ((32, 3, False), (64, 3, False), (32, 3, True), (64, 3, True), (32, 2, True), (64, 2, True))
+        ]
     elif args.configs == "quick":
         prep_cfgs = [base, dict(base, sprec="tf32"), dict(base, prec="tf32")]
         scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=s) for bv, s in ((32, 3), (64, 3))]
@@ -317,7 +332,7 @@ def main():
             except Exception as e:  # a config that does not compile (e.g. out of shared memory)
                 print(f"  scan {sc} failed: {e!r}"[:300], flush=True)
                 continue
-            key = f"scan_bv{sc['bv']}_w{sc['scan_warps']}_s{sc['scan_stages']}"
+            key = f"scan_bv{sc['bv']}_w{sc['scan_warps']}_s{sc['scan_stages']}" + ("_tma" if sc.get("scan_tma") else "")
             row[key + "_ms"] = t
             row[key + "_dev"] = dev_
             if sbest is None or t < sbest[0]:

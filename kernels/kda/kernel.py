@@ -38,6 +38,7 @@ B * H * V / BV programs, enough to fill the 132 SMs of an H200 at B = 1.
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 CHUNK = 64
 SUB = 16
@@ -437,9 +438,11 @@ def _ex2(x, INTERP: tl.constexpr):
 def _kda_intra(
     q, k, g, beta,
     qg_out, kd_out, kb_out, a_out, aqk_out, gc_out, lcu,
+    QD, KD, GD, QGD, KDD, KBD, AD, AQD,
     scale, T, H, NT, TP,
     K: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr, BATCH: tl.constexpr,
-    LCMEM: tl.constexpr, CUMP: tl.constexpr, G63SUB: tl.constexpr, INTERP: tl.constexpr,
+    LCMEM: tl.constexpr, CUMP: tl.constexpr, G63SUB: tl.constexpr, TMA: tl.constexpr,
+    INTERP: tl.constexpr,
 ):  # fmt: skip
     """Split prep, kernel 1 of 2, one program per (chunk, head): the cumulative gates, the
     elementwise outputs qg = scale q e^G, kd = k e^(G_63 - G), kb = beta k e^G (bf16) and
@@ -451,7 +454,11 @@ def _kda_intra(
     against its own column tile k_j 2^(m_I - G_j) (zero past block I), so no row masks and no
     wasted products; else as _kda_prep_dense (masked [64, 64] products).
 
-    G63SUB: G_63 - G as row 63 of G minus G (a column reduction) instead of the product Ur g."""
+    G63SUB: G_63 - G as row 63 of G minus G (a column reduction) instead of the product Ur g.
+
+    TMA: q, k, g tiles loaded and qg, kd, kb, A, Aqk stored through tensor descriptors (QD ...
+    AQD; the inputs as [B, T, H * K], rows past T zero-filled), instead of per-element pointers
+    (scattered 2-byte stores and 64-bit address arithmetic per element)."""
     c = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -484,27 +491,41 @@ def _kda_intra(
         A = tl.zeros([64, 64], tl.float32)
         P = tl.zeros([64, 64], tl.float32)
     for ks in range(0, K, BK):
-        g64 = _rows(g_p + ks, t0, T, H * K, 64, BK) * LOG2E
+        if TMA:
+            g64 = tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]) * LOG2E
+        else:
+            g64 = _rows(g_p + ks, t0, T, H * K, 64, BK) * LOG2E
         if LCMEM:
             # the constant matrices read from memory (an L1 hit) inside the loop, so that the
             # products take them from shared memory instead of holding 64 registers
             Lc = tl.load(lcu + ri * 64 + rj).to(LDT)
             Ur = tl.load(lcu + 4096 + ri * 64 + rj).to(LDT)
         G = _cum(Lc, g64, INTERP)
-        k64 = _rows(k_p + ks, t0, T, H * K, 64, BK)
-        qs = _rows(q_p + ks, t0, T, H * K, 64, BK) * scale
+        if TMA:
+            k64 = tl.reshape(KD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32)
+            qs = tl.reshape(QD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32) * scale
+        else:
+            k64 = _rows(k_p + ks, t0, T, H * K, 64, BK)
+            qs = _rows(q_p + ks, t0, T, H * K, 64, BK) * scale
         kbe = k64 * be[:, None]
         eG = _ex2(G, INTERP)
         # e^(G_63) is row 63 of e^G (rows past T have g = 0)
         tl.store(gc_p + ks + rk[None, :] + ri * 0, eG, mask=(ri == 63) & (rk[None, :] < BK))
-        _put(qg_out + o_row * K + ks, t0, K, qs * eG, 64, BK, INTERP)
-        _put(kb_out + o_row * K + ks, t0, K, kbe * eG, 64, BK, INTERP)
+        if TMA:
+            QGD.store([bh * TP + t0, ks], (qs * eG).to(tl.bfloat16))
+            KBD.store([bh * TP + t0, ks], (kbe * eG).to(tl.bfloat16))
+        else:
+            _put(qg_out + o_row * K + ks, t0, K, qs * eG, 64, BK, INTERP)
+            _put(kb_out + o_row * K + ks, t0, K, kbe * eG, 64, BK, INTERP)
         if G63SUB:
             Gd = tl.sum(tl.where(ri == 63, G, 0.0), axis=0)[None, :] - G
         else:
             Gd = _cum(Ur, g64, INTERP)
         kd = k64 * _ex2(Gd, INTERP)
-        _put(kd_out + o_row * K + ks, t0, K, kd, 64, BK, INTERP)
+        if TMA:
+            KDD.store([bh * TP + t0, ks], kd.to(tl.bfloat16))
+        else:
+            _put(kd_out + o_row * K + ks, t0, K, kd, 64, BK, INTERP)
         if BATCH:
             G3 = tl.reshape(G, [4, 16, BK])
             m4 = tl.sum(tl.where((r16 == 7)[None, :, None], G3, 0.0), axis=1)  # [4, BK]
@@ -533,8 +554,12 @@ def _kda_intra(
     if BATCH:
         A = tl.reshape(A3, [64, 64])
         P = tl.reshape(P3, [64, 64])
-    _put(aqk_out + o_row * 64, t0, 64, tl.where(rj <= ri, P, 0.0), 64, 64, INTERP)
-    tl.store(a_out + (o_row + t0 + ri) * 64 + rj, tl.where(rj < ri, A, 0.0))
+    if TMA:
+        AQD.store([bh * TP + t0, 0], tl.where(rj <= ri, P, 0.0).to(tl.bfloat16))
+        AD.store([bh * TP + t0, 0], tl.where(rj < ri, A, 0.0))
+    else:
+        _put(aqk_out + o_row * 64, t0, 64, tl.where(rj <= ri, P, 0.0), 64, 64, INTERP)
+        tl.store(a_out + (o_row + t0 + ri) * 64 + rj, tl.where(rj < ri, A, 0.0))
 
 
 @triton.jit
@@ -558,7 +583,7 @@ def _kda_solve(
     """Split prep, kernel 2 of 2, one program per (chunk, head): Z = (I + A)^-1 - I by the dense
     blocked solve of _kda_prep_dense, then w = kb + Z kb and u = beta v + Z (beta v); the
     identity part is added in float32, so rounding the product operands only touches the
-    correction."""
+    correction. (Tensor descriptors here measured more instructions and spills offline.)"""
     c = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -609,6 +634,12 @@ def _kda_scan(
     h0,
     o,
     hT,
+    WD,
+    QGD,
+    KDD,
+    AQD,
+    UD,
+    OD,
     T,
     H,
     NT,
@@ -618,8 +649,12 @@ def _kda_scan(
     BV: tl.constexpr,
     HAS_H0: tl.constexpr,
     STORE_HT: tl.constexpr,
+    TMA: tl.constexpr,
     INTERP: tl.constexpr,
 ):
+    """The sequential scan, one program per (V block, head): S (K x BV) through the chunks.
+    TMA: the chunk tiles loaded and o stored through tensor descriptors (WD ... OD; o as
+    [B, T, H * V], rows past T clipped)."""
     iv = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -635,12 +670,20 @@ def _kda_scan(
         S = tl.zeros([K, BV], tl.float32)
 
     for c in range(NT):
-        rows = base + c * 64 + rc
-        w_c = _bf(tl.load(w + rows[:, None] * K + rk[None, :]), INTERP)
-        q_c = _bf(tl.load(qg + rows[:, None] * K + rk[None, :]), INTERP)
-        k_c = _bf(tl.load(kd + rows[:, None] * K + rk[None, :]), INTERP)
-        a_c = _bf(tl.load(aqk + rows[:, None] * 64 + rc[None, :]), INTERP)
-        u_c = tl.load(u + rows[:, None] * V + rv[None, :]).to(tl.float32)
+        if TMA:
+            row0 = bh * TP + c * 64
+            w_c = WD.load([row0, 0])
+            q_c = QGD.load([row0, 0])
+            k_c = KDD.load([row0, 0])
+            a_c = AQD.load([row0, 0])
+            u_c = UD.load([row0, iv * BV]).to(tl.float32)
+        else:
+            rows = base + c * 64 + rc
+            w_c = _bf(tl.load(w + rows[:, None] * K + rk[None, :]), INTERP)
+            q_c = _bf(tl.load(qg + rows[:, None] * K + rk[None, :]), INTERP)
+            k_c = _bf(tl.load(kd + rows[:, None] * K + rk[None, :]), INTERP)
+            a_c = _bf(tl.load(aqk + rows[:, None] * 64 + rc[None, :]), INTERP)
+            u_c = tl.load(u + rows[:, None] * V + rv[None, :]).to(tl.float32)
         g_c = tl.load(gc + (bh.to(tl.int64) * NT + c) * K + rk)
 
         sb = _bf(S, INTERP)
@@ -648,9 +691,12 @@ def _kda_scan(
         ub = _bf(U, INTERP)
         out = tl.dot(q_c, sb)
         out = tl.dot(a_c, ub, out)
-        t = c * 64 + rc
-        op = o + ((b * T + t).to(tl.int64) * H + h)[:, None] * V + rv[None, :]
-        tl.store(op, _rtne(out, INTERP).to(o.dtype.element_ty), mask=(t < T)[:, None])
+        if TMA:
+            OD.store([b, c * 64, h * V + iv * BV], tl.reshape(out.to(o.dtype.element_ty), [1, 64, BV]))
+        else:
+            t = c * 64 + rc
+            op = o + ((b * T + t).to(tl.int64) * H + h)[:, None] * V + rv[None, :]
+            tl.store(op, _rtne(out, INTERP).to(o.dtype.element_ty), mask=(t < T)[:, None])
         S = S * g_c[:, None] + tl.dot(tl.trans(k_c), ub)
 
     if STORE_HT:
@@ -662,13 +708,13 @@ def _kda_scan(
 CONFIG = dict(
     impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
     intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3", solve_warps=4, solve_nreg=128, bw=64,
-    g63sub=True, bv=None, scan_warps=4, scan_stages=3,
+    g63sub=True, tma=True, bv=None, scan_warps=4, scan_stages=3, scan_tma=False,
 )  # fmt: skip
 
 # The knobs of the prep stage (kda_prepare's arguments)
 PREP_KEYS = (
     "impl", "prec", "wprec", "sprec", "prep_warps", "bk", "batch", "intra_nreg", "intra_stages",
-    "lcmem", "cump", "solve_warps", "solve_nreg", "bw", "g63sub",
+    "lcmem", "cump", "solve_warps", "solve_nreg", "bw", "g63sub", "tma",
 )  # fmt: skip
 
 # The values a search may try for each knob of CONFIG.
@@ -691,7 +737,14 @@ KNOBS = {
     "solve_nreg": [0, 168, 128],
     "bw": [32, 64, 128],
     "g63sub": [True, False],  # G_63 - G by a subtraction (default) or as a product Ur g
+    "tma": [True, False],  # tiles through tensor descriptors (GPU only) or per-element pointers
+    "scan_tma": [False, True],  # the same for the scan
 }
+
+
+def _desc(x, block):
+    """A TMA tensor descriptor over x (contiguous, 16-byte aligned rows) with the given box."""
+    return TensorDescriptor.from_tensor(x, block)
 
 
 _CUM = {}
@@ -725,13 +778,14 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
         bv=c["bv"],
         scan_warps=c["scan_warps"],
         scan_stages=c["scan_stages"],
+        scan_tma=c["scan_tma"],
     )
 
 
 def kda_prepare(
     q, k, v, g, beta, scale, prec="bf16", wprec="bf16", prep_warps=4, bk=16, impl="split",
     sprec="bf16", batch=True, intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3",
-    solve_warps=4, solve_nreg=128, bw=64, g63sub=True, only=None,
+    solve_warps=4, solve_nreg=128, bw=64, g63sub=True, tma=True, only=None,
 ):  # fmt: skip
     """The chunk-parallel part (one or two kernels). Returns the buffers the scan reads, as a
     dict. only="intra" runs the first of the two split kernels alone (for timing it)."""
@@ -773,10 +827,20 @@ def kda_prepare(
     if impl == "split":
         kb = torch.empty_like(qg)
         a32 = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.float32)
+        use_tma = tma and not interp and batch
+        if use_tma:
+            descs = (
+                *(_desc(x.view(B, T, H * K), [1, 64, bk]) for x in (q, k, g)),
+                *(_desc(x.view(BH * TP, K), [64, bk]) for x in (qg, kd, kb)),
+                *(_desc(x.view(BH * TP, CHUNK), [64, CHUNK]) for x in (a32, aqk)),
+            )
+        else:
+            descs = (q,) * 8  # unused
         _kda_intra[(NT, BH)](
-            q, k, g, beta, qg, kd, kb, a32, aqk, gc, _cum_matrices(dev), float(scale), T, H, NT, TP,
+            q, k, g, beta, qg, kd, kb, a32, aqk, gc, _cum_matrices(dev), *descs,
+            float(scale), T, H, NT, TP,
             K=K, BK=bk, PREC=prec, BATCH=batch, LCMEM=lcmem, CUMP=cump, G63SUB=g63sub,
-            INTERP=interp,
+            TMA=use_tma, INTERP=interp,
             num_warps=prep_warps, num_stages=intra_stages, maxnreg=intra_nreg or None,
         )  # fmt: skip
         if only == "intra":
@@ -804,7 +868,7 @@ def kda_prepare(
 
 
 def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_warps=4,
-             scan_stages=2):  # fmt: skip
+             scan_stages=2, scan_tma=False):  # fmt: skip
     """Kernel 2: the sequential scan over chunks; returns (o, final state or None)."""
     B, T, H, K, V = prep["shape"]
     NT = prep["gc"].shape[1]
@@ -824,9 +888,19 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
     if initial_state is not None and h0.shape != (B, H, K, V):
         raise ValueError(f"kda_fwd: initial_state must be {(B, H, K, V)}, got {tuple(h0.shape)}")
     p = prep
+    use_tma = scan_tma and not p["interp"]
+    if use_tma:
+        descs = (
+            *(_desc(p[n].view(BH * TP, K), [64, K]) for n in ("w", "qg", "kd")),
+            _desc(p["aqk"].view(BH * TP, CHUNK), [64, CHUNK]),
+            _desc(p["u"].view(BH * TP, V), [64, bv]),
+            _desc(o.view(B, T, H * V), [1, 64, bv]),
+        )
+    else:
+        descs = (o,) * 6  # unused
     _kda_scan[(V // bv, BH)](
-        p["qg"], p["kd"], p["w"], p["u"], p["aqk"], p["gc"], h0, o, hT, T, H, NT, TP,
+        p["qg"], p["kd"], p["w"], p["u"], p["aqk"], p["gc"], h0, o, hT, *descs, T, H, NT, TP,
         K=K, V=V, BV=bv, HAS_H0=initial_state is not None, STORE_HT=output_final_state,
-        INTERP=p["interp"], num_warps=scan_warps, num_stages=scan_stages,
+        TMA=use_tma, INTERP=p["interp"], num_warps=scan_warps, num_stages=scan_stages,
     )  # fmt: skip
     return o, (hT if output_final_state else None)
