@@ -707,8 +707,8 @@ def _kda_scan(
 # impl "split" (default): _kda_intra then _kda_solve; "dense" / "blocks": one prep kernel.
 CONFIG = dict(
     impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
-    intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3", solve_warps=4, solve_nreg=128, bw=64,
-    g63sub=True, tma=True, bv=None, scan_warps=4, scan_stages=3, scan_tma=False,
+    intra_nreg=168, intra_stages=3, lcmem=False, cump="bf16x3", solve_warps=4, solve_nreg=128, bw=64,
+    g63sub=True, tma=True, bv=None, scan_warps=4, scan_stages=3, scan_tma=True,
 )  # fmt: skip
 
 # The knobs of the prep stage (kda_prepare's arguments)
@@ -729,7 +729,7 @@ KNOBS = {
     "prep_warps": [4, 8],
     "bk": [16, 32, 64],
     "batch": [True, False],  # split: batched per-block products, or masked [64, 64] ones
-    "intra_nreg": [0, 168, 128],  # register cap (0: the compiler's choice)
+    "intra_nreg": [168, 0, 128],  # register cap (0: the compiler's choice)
     "intra_stages": [2, 3],
     "lcmem": [False, True],  # the cumulative-sum matrices read from memory (shared-memory operand)
     "cump": ["tf32", "bf16x3"],  # the cumulative sums as two tf32 or three bf16 products
@@ -738,7 +738,7 @@ KNOBS = {
     "bw": [32, 64, 128],
     "g63sub": [True, False],  # G_63 - G by a subtraction (default) or as a product Ur g
     "tma": [True, False],  # tiles through tensor descriptors (GPU only) or per-element pointers
-    "scan_tma": [False, True],  # the same for the scan
+    "scan_tma": [True, False],  # the same for the scan
 }
 
 
