@@ -176,7 +176,7 @@ def main():
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--fla", default="none")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "kda.json"))
-    ap.add_argument("--configs", default="split", help="split | scan | tma | sweep | quick | default")
+    ap.add_argument("--configs", default="split", help="split | scan | tma | diag | sweep | quick | default")
     ap.add_argument("--budget-s", type=float, default=420.0, help="skip FLA after this")
     args = ap.parse_args()
     t_start = time.time()
@@ -246,6 +246,16 @@ def main():
             dict(bv=bv, scan_warps=4, scan_stages=st, scan_tma=tma)
             for bv, st, tma in ((32, 3, False), (64, 3, False), (32, 3, True), (64, 3, True), (32, 2, True), (64, 2, True))
         ]
+    elif args.configs == "diag":
+        # the 16 x 16 diagonal inverses in the intra kernel's epilogue (default) or in the solve,
+        # and the solve's register cap now that its chain is shorter
+        prep_cfgs = [
+            dict(base, diag_inv=True),
+            dict(base, diag_inv=False),
+            dict(base, diag_inv=True, solve_nreg=168),
+            dict(base, diag_inv=True, solve_nreg=0),
+        ]
+        scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=3, scan_tma=True) for bv in (32, 64)]
     elif args.configs == "quick":
         prep_cfgs = [base, dict(base, sprec="tf32"), dict(base, prec="tf32")]
         scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=s) for bv, s in ((32, 3), (64, 3))]

@@ -31,10 +31,10 @@ HEADER = (
 )
 
 
-def candidates(task: str) -> list[tuple[str, Path]]:
-    out = [("starter", REPO / "tasks" / task / "starter")]
+def candidates(task: str, which: str = "all") -> list[tuple[str, Path]]:
+    out = [("starter", REPO / "tasks" / task / "starter")] if which in ("all", "starter") else []
     ours = OURS.get(task)
-    if ours and (ours / "kernel.py").is_file():
+    if which in ("all", "ours") and ours and (ours / "kernel.py").is_file():
         out.append(("ours (" + ours.relative_to(REPO).as_posix() + ")", ours))
     return out
 
@@ -70,6 +70,7 @@ def main() -> int:
     p.add_argument("--out", help="write the table (markdown, with date, GPU, commit) here")
     p.add_argument("--json", help="write every evaluator result here")
     p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--candidates", default="all", choices=["all", "ours", "starter"])
     args = p.parse_args()
     try:
         commit = subprocess.run(
@@ -83,7 +84,7 @@ def main() -> int:
     print(lines[1], flush=True)
     for task in args.tasks.split(","):
         t = load_task(REPO / "tasks" / task)
-        for name, cand in candidates(task):
+        for name, cand in candidates(task, args.candidates):
             res = evaluate(t, cand, seed=args.seed)
             results[f"{task}/{name}"] = res
             device = res.get("device") or device

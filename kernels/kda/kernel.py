@@ -442,7 +442,7 @@ def _kda_intra(
     scale, T, H, NT, TP,
     K: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr, BATCH: tl.constexpr,
     LCMEM: tl.constexpr, CUMP: tl.constexpr, G63SUB: tl.constexpr, TMA: tl.constexpr,
-    INTERP: tl.constexpr,
+    DIAGINV: tl.constexpr, SPREC: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """Split prep, kernel 1 of 2, one program per (chunk, head): the cumulative gates, the
     elementwise outputs qg = scale q e^G, kd = k e^(G_63 - G), kb = beta k e^G (bf16) and
@@ -458,7 +458,10 @@ def _kda_intra(
 
     TMA: q, k, g tiles loaded and qg, kd, kb, A, Aqk stored through tensor descriptors (QD ...
     AQD; the inputs as [B, T, H * K], rows past T zero-filled), instead of per-element pointers
-    (scattered 2-byte stores and 64-bit address arithmetic per element)."""
+    (scattered 2-byte stores and 64-bit address arithmetic per element).
+
+    DIAGINV (with BATCH): A is written with its diagonal 16 x 16 blocks already inverted,
+    (I + D_I)^-1, so that the solve kernel starts from M = (I + D)^-1 N."""
     c = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -556,10 +559,40 @@ def _kda_intra(
         P = tl.reshape(P3, [64, 64])
     if TMA:
         AQD.store([bh * TP + t0, 0], tl.where(rj <= ri, P, 0.0).to(tl.bfloat16))
-        AD.store([bh * TP + t0, 0], tl.where(rj < ri, A, 0.0))
     else:
         _put(aqk_out + o_row * 64, t0, 64, tl.where(rj <= ri, P, 0.0), 64, 64, INTERP)
-        tl.store(a_out + (o_row + t0 + ri) * 64 + rj, tl.where(rj < ri, A, 0.0))
+    if DIAGINV:
+        # each sub-chunk's own 16 x 16 block inverted where it lies (block I of A3 is the warp's)
+        A = tl.reshape(_diag_inverse(A3, SPREC, INTERP), [64, 64])
+    else:
+        A = tl.where(rj < ri, A, 0.0)
+    if TMA:
+        AD.store([bh * TP + t0, 0], A)
+    else:
+        tl.store(a_out + (o_row + t0 + ri) * 64 + rj, A)
+
+
+@triton.jit
+def _diag_inverse(A3, SPREC: tl.constexpr, INTERP: tl.constexpr):
+    """[4, 16, 64] rows of A by sub-chunk (block I's columns past 16 I + 15 are zero) to the same
+    rows with each diagonal block D_I (strictly lower) replaced by (I + D_I)^-1 =
+    (I - D)(I + D^2)(I + D^4)(I + D^8), as [4, 16, 16] batched products; the blocks left of the
+    diagonal stay as they are."""
+    i4 = tl.arange(0, 4)
+    r16 = tl.arange(0, 16)
+    A4 = tl.reshape(A3, [4, 16, 4, 16])
+    on_diag = (i4[:, None, None, None] == i4[None, None, :, None]) & (r16[None, None, None, :] >= 0)
+    D = tl.sum(tl.where(on_diag, A4, 0.0), axis=2)
+    D = tl.where(r16[None, None, :] < r16[None, :, None], D, 0.0)
+    eye = (r16[None, :, None] == r16[None, None, :]).to(tl.float32) + tl.zeros([4, 1, 1], tl.float32)
+    Di = eye - D
+    D2 = _mmx(D, D, 0.0, SPREC, INTERP)
+    Di = _mmx(Di, D2, Di, SPREC, INTERP)
+    D4 = _mmx(D2, D2, 0.0, SPREC, INTERP)
+    Di = _mmx(Di, D4, Di, SPREC, INTERP)
+    D8 = _mmx(D4, D4, 0.0, SPREC, INTERP)
+    Di = _mmx(Di, D8, Di, SPREC, INTERP)
+    return tl.reshape(tl.where(on_diag, Di[:, :, None, :], A4), [4, 16, 64])
 
 
 @triton.jit
@@ -578,12 +611,13 @@ def _kda_solve(
     v, beta, kb, a_in, w_out, u_out,
     T, H, TP,
     K: tl.constexpr, V: tl.constexpr, BW: tl.constexpr, SPREC: tl.constexpr,
-    WPREC: tl.constexpr, INTERP: tl.constexpr,
+    WPREC: tl.constexpr, DIAGINV: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """Split prep, kernel 2 of 2, one program per (chunk, head): Z = (I + A)^-1 - I by the dense
     blocked solve of _kda_prep_dense, then w = kb + Z kb and u = beta v + Z (beta v); the
     identity part is added in float32, so rounding the product operands only touches the
-    correction. (Tensor descriptors here measured more instructions and spills offline.)"""
+    correction. DIAGINV: A arrives with (I + D)^-1 in its diagonal blocks (see _kda_intra).
+    (Tensor descriptors here measured more instructions and spills offline.)"""
     c = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -597,14 +631,17 @@ def _kda_solve(
     eye = (ri == rj).to(tl.float32)
     D = tl.where(ri // 16 == rj // 16, A, 0.0)
     N = A - D
-    # (I + D)^-1 = (I - D)(I + D^2)(I + D^4)(I + D^8), interleaved to keep few tiles live
-    Di = eye - D
-    D2 = _mmx(D, D, 0.0, SPREC, INTERP)
-    Di = _mmx(Di, D2, Di, SPREC, INTERP)
-    D4 = _mmx(D2, D2, 0.0, SPREC, INTERP)
-    Di = _mmx(Di, D4, Di, SPREC, INTERP)
-    D8 = _mmx(D4, D4, 0.0, SPREC, INTERP)
-    Di = _mmx(Di, D8, Di, SPREC, INTERP)
+    if DIAGINV:
+        Di = D
+    else:
+        # (I + D)^-1 = (I - D)(I + D^2)(I + D^4)(I + D^8), interleaved to keep few tiles live
+        Di = eye - D
+        D2 = _mmx(D, D, 0.0, SPREC, INTERP)
+        Di = _mmx(Di, D2, Di, SPREC, INTERP)
+        D4 = _mmx(D2, D2, 0.0, SPREC, INTERP)
+        Di = _mmx(Di, D4, Di, SPREC, INTERP)
+        D8 = _mmx(D4, D4, 0.0, SPREC, INTERP)
+        Di = _mmx(Di, D8, Di, SPREC, INTERP)
     # (I + M)^-1 = (I - M)(I + M^2), M = (I + D)^-1 N; Z = T - I = (Di - I) + (X - I) Di
     M = _mmx(Di, N, 0.0, SPREC, INTERP)
     M2 = _mmx(M, M, 0.0, SPREC, INTERP)
@@ -708,13 +745,13 @@ def _kda_scan(
 CONFIG = dict(
     impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
     intra_nreg=168, intra_stages=3, lcmem=False, cump="bf16x3", solve_warps=4, solve_nreg=128, bw=64,
-    g63sub=True, tma=True, bv=None, scan_warps=4, scan_stages=3, scan_tma=True,
+    g63sub=True, tma=True, diag_inv=True, bv=None, scan_warps=4, scan_stages=3, scan_tma=True,
 )  # fmt: skip
 
 # The knobs of the prep stage (kda_prepare's arguments)
 PREP_KEYS = (
     "impl", "prec", "wprec", "sprec", "prep_warps", "bk", "batch", "intra_nreg", "intra_stages",
-    "lcmem", "cump", "solve_warps", "solve_nreg", "bw", "g63sub", "tma",
+    "lcmem", "cump", "solve_warps", "solve_nreg", "bw", "g63sub", "tma", "diag_inv",
 )  # fmt: skip
 
 # The values a search may try for each knob of CONFIG.
@@ -739,6 +776,7 @@ KNOBS = {
     "g63sub": [True, False],  # G_63 - G by a subtraction (default) or as a product Ur g
     "tma": [True, False],  # tiles through tensor descriptors (GPU only) or per-element pointers
     "scan_tma": [True, False],  # the same for the scan
+    "diag_inv": [True, False],  # the 16 x 16 diagonal inverses in the intra kernel or the solve
 }
 
 
@@ -785,7 +823,7 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
 def kda_prepare(
     q, k, v, g, beta, scale, prec="bf16", wprec="bf16", prep_warps=4, bk=16, impl="split",
     sprec="bf16", batch=True, intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3",
-    solve_warps=4, solve_nreg=128, bw=64, g63sub=True, tma=True, only=None,
+    solve_warps=4, solve_nreg=128, bw=64, g63sub=True, tma=True, diag_inv=True, only=None,
 ):  # fmt: skip
     """The chunk-parallel part (one or two kernels). Returns the buffers the scan reads, as a
     dict. only="intra" runs the first of the two split kernels alone (for timing it)."""
@@ -828,6 +866,7 @@ def kda_prepare(
         kb = torch.empty_like(qg)
         a32 = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.float32)
         use_tma = tma and not interp and batch
+        diag_inv = diag_inv and batch
         if use_tma:
             descs = (
                 *(_desc(x.view(B, T, H * K), [1, 64, bk]) for x in (q, k, g)),
@@ -840,14 +879,15 @@ def kda_prepare(
             q, k, g, beta, qg, kd, kb, a32, aqk, gc, _cum_matrices(dev), *descs,
             float(scale), T, H, NT, TP,
             K=K, BK=bk, PREC=prec, BATCH=batch, LCMEM=lcmem, CUMP=cump, G63SUB=g63sub,
-            TMA=use_tma, INTERP=interp,
+            TMA=use_tma, DIAGINV=diag_inv, SPREC=sprec, INTERP=interp,
             num_warps=prep_warps, num_stages=intra_stages, maxnreg=intra_nreg or None,
         )  # fmt: skip
         if only == "intra":
             return None
         _kda_solve[(NT, BH)](
             v, beta, kb, a32, w, u, T, H, TP,
-            K=K, V=V, BW=bw, SPREC=sprec, WPREC=wprec, INTERP=interp, num_warps=solve_warps,
+            K=K, V=V, BW=bw, SPREC=sprec, WPREC=wprec, DIAGINV=diag_inv, INTERP=interp,
+            num_warps=solve_warps,
             maxnreg=solve_nreg or None,
         )  # fmt: skip
     elif impl == "dense":

@@ -86,6 +86,8 @@ def test_kda_matches_recurrence_within_tolerance(B, T, H, K, V, with_h0):
         dict(cump="tf32", lcmem=True),
         dict(wprec="tf32", prec="tf32", sprec="tf32"),
         dict(g63sub=False),
+        dict(diag_inv=False),
+        dict(diag_inv=True, sprec="tf32"),
     ],
 )
 def test_kda_prep_variants_match_recurrence(cfg):
