@@ -244,7 +244,14 @@ def main():
         ]
         scan_cfgs = [
             dict(bv=bv, scan_warps=4, scan_stages=st, scan_tma=tma)
-            for bv, st, tma in ((32, 3, False), (64, 3, False), (32, 3, True), (64, 3, True), (32, 2, True), (64, 2, True))
+            for bv, st, tma in (
+                (32, 3, False),
+                (64, 3, False),
+                (32, 3, True),
+                (64, 3, True),
+                (32, 2, True),
+                (64, 2, True),
+            )
         ]
     elif args.configs == "diag":
         # the 16 x 16 diagonal inverses in the intra kernel's epilogue (default) or in the solve,
