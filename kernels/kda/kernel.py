@@ -585,14 +585,22 @@ def _diag_inverse(A3, SPREC: tl.constexpr, INTERP: tl.constexpr):
     D = tl.sum(tl.where(on_diag, A4, 0.0), axis=2)
     D = tl.where(r16[None, None, :] < r16[None, :, None], D, 0.0)
     eye = (r16[None, :, None] == r16[None, None, :]).to(tl.float32) + tl.zeros([4, 1, 1], tl.float32)
+    Di = _unit_lower_inverse(D, eye, SPREC, INTERP)
+    return tl.reshape(tl.where(on_diag, Di[:, :, None, :], A4), [4, 16, 64])
+
+
+@triton.jit
+def _unit_lower_inverse(D, eye, SPREC: tl.constexpr, INTERP: tl.constexpr):
+    """(I + D)^-1 for D block diagonal with strictly lower 16 x 16 blocks (D^16 = 0):
+    (I - D)(I + D^2)(I + D^4)(I + D^8), each product X + X @ Y with a float32 accumulator,
+    interleaved to keep few tiles live. Works on [64, 64] tiles and on [4, 16, 16] batches."""
     Di = eye - D
     D2 = _mmx(D, D, 0.0, SPREC, INTERP)
     Di = _mmx(Di, D2, Di, SPREC, INTERP)
     D4 = _mmx(D2, D2, 0.0, SPREC, INTERP)
     Di = _mmx(Di, D4, Di, SPREC, INTERP)
     D8 = _mmx(D4, D4, 0.0, SPREC, INTERP)
-    Di = _mmx(Di, D8, Di, SPREC, INTERP)
-    return tl.reshape(tl.where(on_diag, Di[:, :, None, :], A4), [4, 16, 64])
+    return _mmx(Di, D8, Di, SPREC, INTERP)
 
 
 @triton.jit
@@ -634,14 +642,7 @@ def _kda_solve(
     if DIAGINV:
         Di = D
     else:
-        # (I + D)^-1 = (I - D)(I + D^2)(I + D^4)(I + D^8), interleaved to keep few tiles live
-        Di = eye - D
-        D2 = _mmx(D, D, 0.0, SPREC, INTERP)
-        Di = _mmx(Di, D2, Di, SPREC, INTERP)
-        D4 = _mmx(D2, D2, 0.0, SPREC, INTERP)
-        Di = _mmx(Di, D4, Di, SPREC, INTERP)
-        D8 = _mmx(D4, D4, 0.0, SPREC, INTERP)
-        Di = _mmx(Di, D8, Di, SPREC, INTERP)
+        Di = _unit_lower_inverse(D, eye, SPREC, INTERP)
     # (I + M)^-1 = (I - M)(I + M^2), M = (I + D)^-1 N; Z = T - I = (Di - I) + (X - I) Di
     M = _mmx(Di, N, 0.0, SPREC, INTERP)
     M2 = _mmx(M, M, 0.0, SPREC, INTERP)
