@@ -161,9 +161,12 @@ void create_file(const std::string& path) {
     auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
-    exec(db, tmp,
-         "PRAGMA synchronous=FULL;"
-         "BEGIN;");
+    // WAL before the schema: the journal mode lives in the file header, so the linked file is a
+    // WAL log from its first byte. Switching a linked file later would go through a rollback
+    // journal, and a writer killed during that switch would leave a hot journal that no
+    // read-only open (marathon status) can roll back.
+    configure_writer(db, tmp);
+    exec(db, tmp, "BEGIN;");
     exec(db, tmp, detail::kCreateTables);
     exec(db, tmp, detail::kCreateCheckpointsTable);
     Stmt ins(db, tmp, "INSERT INTO meta(key, value) VALUES (?, ?)");
