@@ -1,0 +1,179 @@
+"""Compile the kernels for an H100/H200 (sm_90a) on any machine, no GPU needed, and report what the
+compiler made of them: registers, stack (spills), shared memory, SASS instructions, the most common
+opcodes. Triton's own ptxas and cuobjdump do the work, so the numbers match what the GPU loads.
+
+    python3 bench/sass_report.py                       # every kernel at its default knobs
+    python3 bench/sass_report.py intra '{"maxnreg": 0}' scan '{"BV": 64}'
+    python3 bench/sass_report.py --dump intra /tmp/intra.sass
+
+Each kernel name may be followed by a JSON object of overrides: constexpr arguments by name (BK,
+BV, TMA, ...) and the launch options num_warps, num_stages, maxnreg. Integer arguments and
+pointers are compiled as 16-divisible, as they are at the task shapes.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BIN = pathlib.Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+TARGET = GPUTarget("cuda", 90, 32)
+
+
+def _load(name: str, rel: str):
+    """The kernel module with compiled (not interpreted) kernels, whatever TRITON_INTERPRET says."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / rel)
+    mod = importlib.util.module_from_spec(spec)
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "0"
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        if saved is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+    return mod
+
+
+def _kda_specs(kk) -> dict:
+    """name -> (jit function, argument types, constexpr defaults, launch options)."""
+    c = kk.CONFIG
+    bk, bw, bv = c["bk"], c["bw"], c["bv"] or 32
+    bf, f32 = "*bf16", "*fp32"
+    return {
+        "intra": (
+            kk._kda_intra,
+            lambda a: {
+                **dict.fromkeys(("q", "k", "beta", "qg_out", "kd_out", "kb_out", "aqk_out"), bf),
+                **dict.fromkeys(("g", "a_out", "gc_out", "lcu"), f32),
+                "scale": "fp32",
+                **{n: f"tensordesc<bf16[1,64,{a['BK']}]>" for n in ("QD", "KD")},
+                "GD": f"tensordesc<fp32[1,64,{a['BK']}]>",
+                **{n: f"tensordesc<bf16[64,{a['BK']}]>" for n in ("QGD", "KDD", "KBD")},
+                "AD": "tensordesc<fp32[64,64]>",
+                "AQD": "tensordesc<bf16[64,64]>",
+            },
+            dict(
+                K=128,
+                BK=bk,
+                PREC=c["prec"],
+                BATCH=c["batch"],
+                LCMEM=c["lcmem"],
+                CUMP=c["cump"],
+                G63SUB=c["g63sub"],
+                TMA=c["tma"],
+                DIAGINV=c["diag_inv"],
+                SPREC=c["sprec"],
+                INTERP=False,
+            ),  # fmt: skip
+            dict(num_warps=c["prep_warps"], num_stages=c["intra_stages"], maxnreg=c["intra_nreg"]),
+        ),
+        "solve": (
+            kk._kda_solve,
+            lambda a: {**dict.fromkeys(("v", "beta", "kb", "w_out", "u_out"), bf), "a_in": f32},
+            dict(
+                K=128, V=128, BW=bw, SPREC=c["sprec"], WPREC=c["wprec"], DIAGINV=c["diag_inv"], INTERP=False
+            ),  # fmt: skip
+            dict(num_warps=c["solve_warps"], num_stages=3, maxnreg=c["solve_nreg"]),
+        ),
+        "scan": (
+            kk._kda_scan,
+            lambda a: {
+                **dict.fromkeys(("qg", "kd", "w", "u", "aqk", "o"), bf),
+                **dict.fromkeys(("gc", "h0", "hT"), f32),
+                **{n: "tensordesc<bf16[64,128]>" for n in ("WD", "QGD", "KDD")},
+                "AQD": "tensordesc<bf16[64,64]>",
+                "UD": f"tensordesc<bf16[64,{a['BV']}]>",
+                "OD": f"tensordesc<bf16[1,64,{a['BV']}]>",
+            },
+            dict(K=128, V=128, BV=bv, HAS_H0=False, STORE_HT=False, TMA=c["scan_tma"], INTERP=False),
+            dict(num_warps=c["scan_warps"], num_stages=c["scan_stages"], maxnreg=0),
+        ),
+    }
+
+
+def specs() -> dict:
+    return _kda_specs(_load("kda_kernel", "kernels/kda/kernel.py"))
+
+
+def compile_kernel(name: str, overrides: dict | None = None):
+    """Compile one kernel for sm_90a; returns Triton's compiled kernel (asm["cubin"], metadata)."""
+    fn, types, consts, opts = specs()[name]
+    ov = dict(overrides or {})
+    opts = {k: ov.pop(k, v) for k, v in opts.items()}
+    unknown = set(ov) - set(consts)
+    if unknown:
+        raise SystemExit(f"sass_report: {name} has no constexpr {sorted(unknown)}; it has {sorted(consts)}")
+    consts = {**consts, **ov}
+    ptr = types(consts)
+    sig = {n: "constexpr" if n in consts else ptr.get(n, "i32") for n in fn.arg_names}
+    attrs = {
+        (i,): [["tt.divisibility", 16]] for i, n in enumerate(fn.arg_names) if sig[n].startswith("*") or sig[n] == "i32"
+    }
+    src = ASTSource(fn=fn, signature=sig, constexprs={n: consts[n] for n in fn.arg_names if n in consts}, attrs=attrs)
+    if not opts.get("maxnreg"):
+        opts.pop("maxnreg", None)
+    return triton.compile(src, target=TARGET, options=opts)
+
+
+def _cuobjdump(ck, flag: str) -> str:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(ck.asm["cubin"])
+        f.flush()
+        return subprocess.run([str(BIN / "cuobjdump"), flag, f.name], capture_output=True, text=True, check=True).stdout
+
+
+def resources(ck) -> dict:
+    """Registers, stack bytes (spills), shared memory bytes, SASS instruction count, top opcodes."""
+    ru = re.search(r"REG:(\d+) STACK:(\d+)", _cuobjdump(ck, "-res-usage"))
+    sass = _cuobjdump(ck, "-sass")
+    ins = [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass)]
+    ops = collections.Counter(i.split(".")[0] for i in ins)
+    return dict(
+        registers=int(ru.group(1)),
+        stack=int(ru.group(2)),
+        shared=ck.metadata.shared,
+        instructions=len(ins),
+        top=ops.most_common(10),
+    )
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--dump"]:
+        if len(argv) != 3:
+            raise SystemExit("usage: sass_report.py --dump KERNEL FILE")
+        pathlib.Path(argv[2]).write_text(_cuobjdump(compile_kernel(argv[1]), "-sass"))
+        return 0
+    jobs, i = [], 0
+    names = list(specs())
+    while i < len(argv):
+        if argv[i] not in names:
+            raise SystemExit(f"sass_report: unknown kernel {argv[i]!r}; known: {', '.join(names)}")
+        ov = json.loads(argv[i + 1]) if i + 1 < len(argv) and argv[i + 1].startswith("{") else {}
+        jobs.append((argv[i], ov))
+        i += 2 if ov or (i + 1 < len(argv) and argv[i + 1].startswith("{")) else 1
+    for name, ov in jobs or [(n, {}) for n in names]:
+        r = resources(compile_kernel(name, ov))
+        top = ", ".join(f"{k} {v}" for k, v in r["top"])
+        print(
+            f"{name} {json.dumps(ov) if ov else '(defaults)'}: {r['registers']} registers, {r['stack']} B stack, "
+            f"{r['shared']} B shared, {r['instructions']} instructions ({top})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
