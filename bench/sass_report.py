@@ -5,10 +5,12 @@ opcodes. Triton's own ptxas and cuobjdump do the work, so the numbers match what
     python3 bench/sass_report.py                       # every kernel at its default knobs
     python3 bench/sass_report.py intra '{"maxnreg": 0}' scan '{"BV": 64}'
     python3 bench/sass_report.py --dump intra /tmp/intra.sass
+    python3 bench/sass_report.py --json scan           # one JSON object a kernel
 
 Each kernel name may be followed by a JSON object of overrides: constexpr arguments by name (BK,
 BV, TMA, ...) and the launch options num_warps, num_stages, maxnreg. Integer arguments and
-pointers are compiled as 16-divisible, as they are at the task shapes.
+pointers are compiled as 16-divisible, as they are at the task shapes. Run it with
+TRITON_INTERPRET unset: a Triton imported for its interpreter cannot compile for the GPU.
 """
 
 from __future__ import annotations
@@ -33,18 +35,9 @@ TARGET = GPUTarget("cuda", 90, 32)
 
 
 def _load(name: str, rel: str):
-    """The kernel module with compiled (not interpreted) kernels, whatever TRITON_INTERPRET says."""
     spec = importlib.util.spec_from_file_location(name, ROOT / rel)
     mod = importlib.util.module_from_spec(spec)
-    saved = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "0"
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        if saved is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = saved
+    spec.loader.exec_module(mod)
     return mod
 
 
@@ -152,6 +145,11 @@ def resources(ck) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        raise SystemExit("sass_report: compiles for the GPU; run it with TRITON_INTERPRET unset")
+    as_json = argv[:1] == ["--json"]
+    if as_json:
+        argv = argv[1:]
     if argv[:1] == ["--dump"]:
         if len(argv) != 3:
             raise SystemExit("usage: sass_report.py --dump KERNEL FILE")
@@ -166,7 +164,11 @@ def main(argv: list[str]) -> int:
         jobs.append((argv[i], ov))
         i += 2 if ov or (i + 1 < len(argv) and argv[i + 1].startswith("{")) else 1
     for name, ov in jobs or [(n, {}) for n in names]:
-        r = resources(compile_kernel(name, ov))
+        ck = compile_kernel(name, ov)
+        r = resources(ck)
+        if as_json:
+            print(json.dumps(dict(kernel=name, overrides=ov, num_warps=ck.metadata.num_warps, **r)))
+            continue
         top = ", ".join(f"{k} {v}" for k, v in r["top"])
         print(
             f"{name} {json.dumps(ov) if ov else '(defaults)'}: {r['registers']} registers, {r['stack']} B stack, "
