@@ -20,12 +20,15 @@ exp(G_i - G_j) is split as exp(G_i - m_I) * exp(m_I - G_j) with m_I the cumulati
 midpoint of row i's 16-row sub-chunk I and the column side zero past that sub-chunk, so that no
 factor exceeds exp(8 * |g|max) (finite in float32 for per-step log decays down to about -10; FLA's
 safe-gate path assumes g >= -5). The four sub-chunks are one batched product [4, 16, BK] @
-[4, BK, 64]: sub-chunk I's rows against its own column tile.
+[4, BK, 64]: sub-chunk I's rows against its own column tile. In its epilogue each warp inverts its
+sub-chunk's 16x16 diagonal block of A, (I + D_I)^-1, and A is written with those inverses in place.
+Its tiles come and go through TMA tensor descriptors (per-element pointers under the interpreter).
 
 Kernel 2 (`_kda_solve`) reads A and computes Z = T - I exactly with matrix products only: with D
 the 16x16 diagonal blocks of A and N the rest, I + A = (I + D)(I + M), M = (I + D)^-1 N,
-D^16 = 0 and M^4 = 0, so (I + D)^-1 = (I - D)(I + D^2)(I + D^4)(I + D^8) and
-(I + M)^-1 = (I - M)(I + M^2); then w = kb + Z kb and u = beta v + Z (beta v).
+D^16 = 0 and M^4 = 0, so (I + D)^-1 = (I - D)(I + D^2)(I + D^4)(I + D^8) (done by kernel 1 by
+default, knob diag_inv) and (I + M)^-1 = (I - M)(I + M^2); then w = kb + Z kb and
+u = beta v + Z (beta v).
 
 impl="dense" (`_kda_prep_dense`) and impl="blocks" (`_kda_prep`) are the earlier one-kernel preps
 with the same outputs (they hold A in registers through the solve: 255 registers, slower).
