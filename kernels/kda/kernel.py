@@ -584,10 +584,10 @@ def _diag_inverse(A3, SPREC: tl.constexpr, INTERP: tl.constexpr):
     i4 = tl.arange(0, 4)
     r16 = tl.arange(0, 16)
     A4 = tl.reshape(A3, [4, 16, 4, 16])
-    on_diag = (i4[:, None, None, None] == i4[None, None, :, None]) & (r16[None, None, None, :] >= 0)
+    on_diag = i4[:, None, None, None] == i4[None, None, :, None]  # [4, 1, 4, 1]
     D = tl.sum(tl.where(on_diag, A4, 0.0), axis=2)
     D = tl.where(r16[None, None, :] < r16[None, :, None], D, 0.0)
-    eye = (r16[None, :, None] == r16[None, None, :]).to(tl.float32) + tl.zeros([4, 1, 1], tl.float32)
+    eye = (r16[None, :, None] == r16[None, None, :]).to(tl.float32)
     Di = _unit_lower_inverse(D, eye, SPREC, INTERP)
     return tl.reshape(tl.where(on_diag, Di[:, :, None, :], A4), [4, 16, 64])
 
@@ -921,7 +921,7 @@ def kda_prepare(
 
 def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_warps=4,
              scan_stages=2, scan_tma=False):  # fmt: skip
-    """Kernel 2: the sequential scan over chunks; returns (o, final state or None)."""
+    """Kernel 3: the sequential scan over chunks; returns (o, final state or None)."""
     B, T, H, K, V = prep["shape"]
     NT = prep["gc"].shape[1]
     TP = NT * CHUNK
