@@ -797,6 +797,12 @@ def _desc(x, block):
     return TensorDescriptor.from_tensor(x, block)
 
 
+def tma_applies(*xs) -> bool:
+    """Whether the inputs can be read through TMA descriptors: on the GPU (not the interpreter)
+    and 16-byte aligned (a valid input may be a view at an odd offset: it takes the pointers)."""
+    return all(x.is_cuda and x.data_ptr() % 16 == 0 for x in xs)
+
+
 _CUM = {}
 
 
@@ -877,7 +883,7 @@ def kda_prepare(
     if impl == "split":
         kb = torch.empty_like(qg)
         a32 = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.float32)
-        use_tma = tma and not interp and batch
+        use_tma = tma and not interp and batch and tma_applies(q, k, g)
         diag_inv = diag_inv and batch
         if use_tma:
             descs = (

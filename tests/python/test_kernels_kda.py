@@ -150,3 +150,17 @@ def test_kda_rejects_bad_shapes_with_a_clear_error():
         kda_kernel.kda_fwd(q, k, v, g, beta[..., None], 0.25)
     with pytest.raises(ValueError, match="power of two"):
         kda_kernel.kda_fwd(q[..., :12], k[..., :12], v, g[..., :12], beta, 0.25)
+
+
+def test_tma_is_used_only_on_aligned_gpu_tensors():
+    """A valid input at an offset that is not 16-byte aligned takes the pointer path instead of
+    failing in the descriptor (TMA needs 16-byte aligned bases); CPU tensors never take TMA."""
+    buf = torch.zeros(1 + 4 * 128, dtype=torch.bfloat16, device=DEV)
+    assert not kda_kernel.tma_applies(buf[1:].view(1, 4, 1, 128))  # 2 bytes past an aligned base
+    assert kda_kernel.tma_applies(buf[:512].view(1, 4, 1, 128)) == (DEV == "cuda")
+    q, k, v, g, beta = _inputs(1, 70, 1, 16, 32, seed=5)
+    qs = torch.empty(q.numel() + 1, dtype=q.dtype, device=q.device)[1:].view_as(q)
+    qs.copy_(q)
+    o, _ = kda_kernel.kda_fwd(qs, k, v, g, beta, 0.25)
+    ro, _ = _reference(q, k, v, g, beta, 0.25, None)
+    assert _rel(o, ro) <= TOL
