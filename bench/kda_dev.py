@@ -176,7 +176,7 @@ def main():
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--fla", default="none")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "kda.json"))
-    ap.add_argument("--configs", default="split", help="split | scan | tma | diag | sweep | quick | default")
+    ap.add_argument("--configs", default="split", help="split | scan | tma | diag | fuse | sweep | quick | default")
     ap.add_argument("--budget-s", type=float, default=420.0, help="skip FLA after this")
     args = ap.parse_args()
     t_start = time.time()
@@ -263,6 +263,22 @@ def main():
             dict(base, diag_inv=True, solve_nreg=0),
         ]
         scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=3, scan_tma=True) for bv in (32, 64)]
+    elif args.configs == "fuse":
+        # the solve inside the intra kernel (A and kb never written and read back), kb recomputed
+        # or read back, with the register caps it may need, against the two-kernel prep
+        prep_cfgs = [
+            dict(base, fuse="none"),
+            dict(base, fuse="recompute"),
+            dict(base, fuse="reload"),
+            dict(base, fuse="inplace"),
+            dict(base, fuse="reload", bw=32),
+            dict(base, fuse="inplace", bw=32),
+            dict(base, fuse="reload", bw=128),
+            dict(base, fuse="reload", prep_warps=8, intra_nreg=0),
+        ]
+        scan_cfgs = [
+            dict(bv=bv, scan_warps=w, scan_stages=3, scan_tma=True) for bv, w in ((32, 4), (64, 4), (64, 8), (16, 4))
+        ]
     elif args.configs == "quick":
         prep_cfgs = [base, dict(base, sprec="tf32"), dict(base, prec="tf32")]
         scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=s) for bv, s in ((32, 3), (64, 3))]

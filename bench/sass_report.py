@@ -50,7 +50,8 @@ def _kda_specs(kk) -> dict:
         "intra": (
             kk._kda_intra,
             lambda a: {
-                **dict.fromkeys(("q", "k", "beta", "qg_out", "kd_out", "kb_out", "aqk_out"), bf),
+                **dict.fromkeys(("q", "k", "beta", "v", "qg_out", "kd_out", "kb_out", "aqk_out"), bf),
+                **dict.fromkeys(("w_out", "u_out"), bf),
                 **dict.fromkeys(("g", "a_out", "gc_out", "lcu"), f32),
                 "scale": "fp32",
                 **{n: f"tensordesc<bf16[1,64,{a['BK']}]>" for n in ("QD", "KD")},
@@ -58,10 +59,17 @@ def _kda_specs(kk) -> dict:
                 **{n: f"tensordesc<bf16[64,{a['BK']}]>" for n in ("QGD", "KDD", "KBD")},
                 "AD": "tensordesc<fp32[64,64]>",
                 "AQD": "tensordesc<bf16[64,64]>",
+                "VD": f"tensordesc<bf16[1,64,{a['BW']}]>",
+                "WD": f"tensordesc<bf16[64,{a['BK'] if a['FUSE'] == 1 else a['BW']}]>",
+                "UD": f"tensordesc<bf16[64,{a['BW']}]>",
             },
             dict(
                 K=128,
+                V=128,
                 BK=bk,
+                BW=bw,
+                WPREC=c["wprec"],
+                FUSE=kk.FUSE[c["fuse"]],
                 PREC=c["prec"],
                 BATCH=c["batch"],
                 LCMEM=c["lcmem"],

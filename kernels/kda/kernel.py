@@ -439,13 +439,14 @@ def _ex2(x, INTERP: tl.constexpr):
 
 @triton.jit
 def _kda_intra(
-    q, k, g, beta,
-    qg_out, kd_out, kb_out, a_out, aqk_out, gc_out, lcu,
-    QD, KD, GD, QGD, KDD, KBD, AD, AQD,
+    q, k, g, beta, v,
+    qg_out, kd_out, kb_out, a_out, aqk_out, gc_out, w_out, u_out, lcu,
+    QD, KD, GD, QGD, KDD, KBD, AD, AQD, VD, WD, UD,
     scale, T, H, NT, TP,
-    K: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr, BATCH: tl.constexpr,
-    LCMEM: tl.constexpr, CUMP: tl.constexpr, G63SUB: tl.constexpr, TMA: tl.constexpr,
-    DIAGINV: tl.constexpr, SPREC: tl.constexpr, INTERP: tl.constexpr,
+    K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BW: tl.constexpr, PREC: tl.constexpr,
+    BATCH: tl.constexpr, LCMEM: tl.constexpr, CUMP: tl.constexpr, G63SUB: tl.constexpr,
+    TMA: tl.constexpr, DIAGINV: tl.constexpr, SPREC: tl.constexpr, WPREC: tl.constexpr,
+    FUSE: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """Split prep, kernel 1 of 2, one program per (chunk, head): the cumulative gates, the
     elementwise outputs qg = scale q e^G, kd = k e^(G_63 - G), kb = beta k e^G (bf16) and
@@ -464,7 +465,12 @@ def _kda_intra(
     (scattered 2-byte stores and 64-bit address arithmetic per element).
 
     DIAGINV (with BATCH): A is written with its diagonal 16 x 16 blocks already inverted,
-    (I + D_I)^-1, so that the solve kernel starts from M = (I + D)^-1 N."""
+    (I + D_I)^-1, so that the solve kernel starts from M = (I + D)^-1 N.
+
+    FUSE (with BATCH and DIAGINV) does the solve here as well, so that A and kb never go to
+    memory and back: 1 recomputes kb = beta k e^G slice by slice after Z is known (k and g read
+    again, from L2), 2 stores kb by pointers and reads it back after a block barrier, 3 does the
+    same with kb in w's own buffer (w written over it), so that kb never reaches memory."""
     c = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -519,9 +525,11 @@ def _kda_intra(
         tl.store(gc_p + ks + rk[None, :] + ri * 0, eG, mask=(ri == 63) & (rk[None, :] < BK))
         if TMA:
             QGD.store([bh * TP + t0, ks], (qs * eG).to(tl.bfloat16))
-            KBD.store([bh * TP + t0, ks], (kbe * eG).to(tl.bfloat16))
         else:
             _put(qg_out + o_row * K + ks, t0, K, qs * eG, 64, BK, INTERP)
+        if TMA and FUSE == 0:
+            KBD.store([bh * TP + t0, ks], (kbe * eG).to(tl.bfloat16))
+        elif FUSE != 1:
             _put(kb_out + o_row * K + ks, t0, K, kbe * eG, 64, BK, INTERP)
         if G63SUB:
             Gd = tl.sum(tl.where(ri == 63, G, 0.0), axis=0)[None, :] - G
@@ -569,10 +577,54 @@ def _kda_intra(
         A = tl.reshape(_diag_inverse(A3, SPREC, INTERP), [64, 64])
     else:
         A = tl.where(rj < ri, A, 0.0)
-    if TMA:
-        AD.store([bh * TP + t0, 0], A)
+    if FUSE == 0:
+        if TMA:
+            AD.store([bh * TP + t0, 0], A)
+        else:
+            tl.store(a_out + (o_row + t0 + ri) * 64 + rj, A)
     else:
-        tl.store(a_out + (o_row + t0 + ri) * 64 + rj, A)
+        D = tl.where(ri // 16 == rj // 16, A, 0.0)
+        Z = _z_of(D, A - D, (ri == rj).to(tl.float32), SPREC, INTERP)
+        if WPREC == "bf16":
+            Z = _bf(Z, INTERP)
+        if FUSE == 1:
+            # w = kb + Z kb with kb = beta k e^G recomputed from k and g (read again, from L2)
+            for ks in range(0, K, BK):
+                if TMA:
+                    g64 = tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]) * LOG2E
+                    k64 = tl.reshape(KD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32)
+                else:
+                    g64 = _rows(g_p + ks, t0, T, H * K, 64, BK) * LOG2E
+                    k64 = _rows(k_p + ks, t0, T, H * K, 64, BK)
+                x = k64 * be[:, None] * _ex2(_cum(Lc, g64, INTERP), INTERP)
+                x = _mmx(Z, x, x, WPREC, INTERP)
+                if TMA:
+                    WD.store([bh * TP + t0, ks], x.to(tl.bfloat16))
+                else:
+                    _put(w_out + o_row * K + ks, t0, K, x, 64, BK, INTERP)
+        else:
+            # w = kb + Z kb with kb read back: this program's own stores, ordered by the barrier
+            tl.debug_barrier()
+            for ks in range(0, K, BW):
+                x = tl.load(kb_out + (o_row + t0 + ri) * K + ks + tl.arange(0, BW)[None, :])
+                x = x.to(tl.float32)
+                x = _mmx(Z, x, x, WPREC, INTERP)
+                if TMA and FUSE == 2:
+                    WD.store([bh * TP + t0, ks], x.to(tl.bfloat16))
+                else:  # FUSE 3: kb_out is w_out, overwritten by the same (generic) stores
+                    _put(w_out + o_row * K + ks, t0, K, x, 64, BW, INTERP)
+        v_p = v + (b * T * H + h) * V
+        for vs in range(0, V, BW):
+            if TMA:
+                x = tl.reshape(VD.load([b, t0, h * V + vs]), [64, BW]).to(tl.float32)
+            else:
+                x = _rows(v_p + vs, t0, T, H * V, 64, BW)
+            x = x * be[:, None]
+            x = _mmx(Z, x, x, WPREC, INTERP)
+            if TMA:
+                UD.store([bh * TP + t0, vs], x.to(tl.bfloat16))
+            else:
+                _put(u_out + o_row * V + vs, t0, V, x, 64, BW, INTERP)
 
 
 @triton.jit
@@ -604,6 +656,18 @@ def _unit_lower_inverse(D, eye, SPREC: tl.constexpr, INTERP: tl.constexpr):
     Di = _mmx(Di, D4, Di, SPREC, INTERP)
     D8 = _mmx(D4, D4, 0.0, SPREC, INTERP)
     return _mmx(Di, D8, Di, SPREC, INTERP)
+
+
+@triton.jit
+def _z_of(Di, N, eye, SPREC: tl.constexpr, INTERP: tl.constexpr):
+    """Z = (I + A)^-1 - I from Di = (I + D)^-1 (D the 16 x 16 diagonal blocks of A) and N = A - D:
+    I + A = (I + D)(I + M) with M = Di N, M^4 = 0, so (I + M)^-1 = (I - M)(I + M^2) and
+    Z = (Di - I) + (X - I) Di with X = (I + M)^-1."""
+    M = _mmx(Di, N, 0.0, SPREC, INTERP)
+    M2 = _mmx(M, M, 0.0, SPREC, INTERP)
+    X = eye - M
+    X = _mmx(X, M2, X, SPREC, INTERP)
+    return _mmx(X - eye, Di, Di - eye, SPREC, INTERP)
 
 
 @triton.jit
@@ -654,12 +718,7 @@ def _kda_solve(
         Di = _mmx(Di, D4, Di, SPREC, INTERP)
         D8 = _mmx(D4, D4, 0.0, SPREC, INTERP)
         Di = _mmx(Di, D8, Di, SPREC, INTERP)
-    # (I + M)^-1 = (I - M)(I + M^2), M = (I + D)^-1 N; Z = T - I = (Di - I) + (X - I) Di
-    M = _mmx(Di, N, 0.0, SPREC, INTERP)
-    M2 = _mmx(M, M, 0.0, SPREC, INTERP)
-    X = eye - M
-    X = _mmx(X, M2, X, SPREC, INTERP)
-    Z = _mmx(X - eye, Di, Di - eye, SPREC, INTERP)
+    Z = _z_of(Di, N, eye, SPREC, INTERP)
     if WPREC == "bf16":
         Z = _bf(Z, INTERP)  # rounded once, outside the loops
     be = _vec(beta + b * T * H + h, t0, T, H, 64)
@@ -757,13 +816,17 @@ def _kda_scan(
 CONFIG = dict(
     impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
     intra_nreg=168, intra_stages=3, lcmem=False, cump="bf16x3", solve_warps=4, solve_nreg=128, bw=64,
-    g63sub=True, tma=True, diag_inv=True, bv=None, scan_warps=4, scan_stages=3, scan_tma=True,
+    g63sub=True, tma=True, diag_inv=True, fuse="inplace", bv=None, scan_warps=4, scan_stages=3,
+    scan_tma=True,
 )  # fmt: skip
+
+# fuse: the solve in the intra kernel (kb recomputed or read back) instead of its own kernel
+FUSE = {"none": 0, "recompute": 1, "reload": 2, "inplace": 3}
 
 # The knobs of the prep stage (kda_prepare's arguments)
 PREP_KEYS = (
     "impl", "prec", "wprec", "sprec", "prep_warps", "bk", "batch", "intra_nreg", "intra_stages",
-    "lcmem", "cump", "solve_warps", "solve_nreg", "bw", "g63sub", "tma", "diag_inv",
+    "lcmem", "cump", "solve_warps", "solve_nreg", "bw", "g63sub", "tma", "diag_inv", "fuse",
 )  # fmt: skip
 
 # The values a search may try for each knob of CONFIG.
@@ -789,6 +852,7 @@ KNOBS = {
     "tma": [True, False],  # tiles through tensor descriptors (GPU only) or per-element pointers
     "scan_tma": [True, False],  # the same for the scan
     "diag_inv": [True, False],  # the 16 x 16 diagonal inverses in the intra kernel or the solve
+    "fuse": ["none", "recompute", "reload", "inplace"],  # the solve in its own kernel or in the intra kernel
 }
 
 
@@ -841,7 +905,8 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
 def kda_prepare(
     q, k, v, g, beta, scale, prec="bf16", wprec="bf16", prep_warps=4, bk=16, impl="split",
     sprec="bf16", batch=True, intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3",
-    solve_warps=4, solve_nreg=128, bw=64, g63sub=True, tma=True, diag_inv=True, only=None,
+    solve_warps=4, solve_nreg=128, bw=64, g63sub=True, tma=True, diag_inv=True, fuse="none",
+    only=None,
 ):  # fmt: skip
     """The chunk-parallel part (one or two kernels). Returns the buffers the scan reads, as a
     dict. only="intra" runs the first of the two split kernels alone (for timing it)."""
@@ -881,27 +946,37 @@ def kda_prepare(
     aqk = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.bfloat16)
     gc = torch.empty(BH, NT, K, device=dev, dtype=torch.float32)
     if impl == "split":
-        kb = torch.empty_like(qg)
-        a32 = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.float32)
-        use_tma = tma and not interp and batch and tma_applies(q, k, g)
         diag_inv = diag_inv and batch
+        if fuse not in FUSE:
+            raise ValueError(f"kda_fwd: fuse must be one of {sorted(FUSE)}, got {fuse!r}")
+        fz = FUSE[fuse] if diag_inv else 0  # the fused solve starts from the diagonal inverses
+        kb = {0: None, 1: qg, 3: w}.get(fz)  # (unused with fz 1)
+        kb = torch.empty_like(qg) if kb is None else kb
+        a32 = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.float32) if fz == 0 else qg
+        use_tma = tma and not interp and batch and tma_applies(q, k, g, v)
         if use_tma:
+            bws = bk if fz == 1 else bw  # the fused solve's w slices
             descs = (
                 *(_desc(x.view(B, T, H * K), [1, 64, bk]) for x in (q, k, g)),
                 *(_desc(x.view(BH * TP, K), [64, bk]) for x in (qg, kd, kb)),
-                *(_desc(x.view(BH * TP, CHUNK), [64, CHUNK]) for x in (a32, aqk)),
+                # (the fused solve writes no A: the descriptor slot is filled, never used)
+                *(_desc(x.view(BH * TP, CHUNK), [64, CHUNK]) for x in ((a32 if fz == 0 else aqk), aqk)),
+                _desc(v.view(B, T, H * V), [1, 64, bw]),
+                _desc(w.view(BH * TP, K), [64, bws]),
+                _desc(u.view(BH * TP, V), [64, bw]),
             )
         else:
-            descs = (q,) * 8  # unused
+            descs = (q,) * 11  # unused
         _kda_intra[(NT, BH)](
-            q, k, g, beta, qg, kd, kb, a32, aqk, gc, _cum_matrices(dev), *descs,
+            q, k, g, beta, v, qg, kd, kb, a32, aqk, gc, w, u, _cum_matrices(dev), *descs,
             float(scale), T, H, NT, TP,
-            K=K, BK=bk, PREC=prec, BATCH=batch, LCMEM=lcmem, CUMP=cump, G63SUB=g63sub,
-            TMA=use_tma, DIAGINV=diag_inv, SPREC=sprec, INTERP=interp,
-            num_warps=prep_warps, num_stages=intra_stages, maxnreg=intra_nreg or None,
+            K=K, V=V, BK=bk, BW=bw, PREC=prec, BATCH=batch, LCMEM=lcmem, CUMP=cump,
+            G63SUB=g63sub, TMA=use_tma, DIAGINV=diag_inv, SPREC=sprec, WPREC=wprec, FUSE=fz,
+            INTERP=interp, num_warps=prep_warps, num_stages=intra_stages,
+            maxnreg=intra_nreg or None,
         )  # fmt: skip
-        if only == "intra":
-            return None
+        if only == "intra" or fz:
+            return None if only == "intra" else _prep_out(qg, kd, w, u, aqk, gc, q, interp)
         _kda_solve[(NT, BH)](
             v, beta, kb, a32, w, u, T, H, TP,
             K=K, V=V, BW=bw, SPREC=sprec, WPREC=wprec, DIAGINV=diag_inv, INTERP=interp,
@@ -919,9 +994,15 @@ def kda_prepare(
             q, k, v, g, beta, qg, kd, w, u, aqk, gc, float(scale), T, H, NT, TP,
             K=K, V=V, BK=bk, PREC=prec, WPREC=wprec, INTERP=interp, num_warps=prep_warps,
         )  # fmt: skip
+    return _prep_out(qg, kd, w, u, aqk, gc, q, interp)
+
+
+def _prep_out(qg, kd, w, u, aqk, gc, q, interp):
+    """The buffers the scan reads, with the shape facts it needs."""
+    B, T, H, K = q.shape
     return dict(
         qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc,
-        shape=(B, T, H, K, V), dtype=q.dtype, interp=interp,
+        shape=(B, T, H, K, u.shape[-1]), dtype=q.dtype, interp=interp,
     )  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """What the compiler makes of the KDA kernels for an H200 (sm_90a), checked on any machine.
 
 The default knobs were chosen on the GPU for their occupancy: the intra kernel capped at 168
-registers runs 3 blocks of 4 warps per SM, and neither it nor the scan may spill. A change to the
+registers runs 3 blocks of 4 warps per SM, and the scan may not spill (the intra kernel a little). A change to the
 kernels that breaks this shows here, without a GPU: bench/sass_report.py compiles them with
 Triton's own ptxas, in a process of its own (these tests run with Triton's interpreter on).
 """
@@ -42,9 +42,21 @@ def test_kda_kernels_fit_their_occupancy(defaults, name, blocks_per_sm):
     assert r["instructions"] > 100, r  # a real kernel body was compiled
 
 
-@pytest.mark.parametrize("name", ["intra", "scan"])
-def test_kda_kernels_do_not_spill(defaults, name):
-    assert defaults[name]["stack"] == 0, f"{name} spills to local memory: {defaults[name]}"
+# Bytes of local memory (spills) allowed: the intra kernel with the solve fused in spills 32 B at
+# its 168-register cap and was measured faster so than uncapped (bench/results/kda-2026-12-03.md).
+SPILL_LIMIT = {"intra": 32, "scan": 0}
+
+
+@pytest.mark.parametrize("name", sorted(SPILL_LIMIT))
+def test_kda_kernels_spill_little_or_nothing(defaults, name):
+    r = defaults[name]
+    assert r["stack"] <= SPILL_LIMIT[name], f"{name} spills {r['stack']} B to local memory: {r}"
+
+
+def test_the_intra_kernel_without_the_solve_does_not_spill():
+    p, rows = report("intra", '{"FUSE": 0}')
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert rows[0]["registers"] <= 168 and rows[0]["stack"] == 0, rows
 
 
 def test_a_register_cap_that_spills_is_seen():

@@ -88,6 +88,10 @@ def test_kda_matches_recurrence_within_tolerance(B, T, H, K, V, with_h0):
         dict(g63sub=False),
         dict(diag_inv=False),
         dict(diag_inv=True, sprec="tf32"),
+        dict(fuse="recompute"),
+        dict(fuse="reload"),
+        dict(fuse="inplace"),
+        dict(fuse="recompute", wprec="tf32"),
     ],
 )
 def test_kda_prep_variants_match_recurrence(cfg):
