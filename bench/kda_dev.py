@@ -125,6 +125,7 @@ def scan_args(cfg):
         scan_warps=cfg["scan_warps"],
         scan_stages=cfg["scan_stages"],
         scan_tma=cfg.get("scan_tma", False),
+        scan_o_tma=cfg.get("scan_o_tma", True),
     )
 
 
@@ -176,7 +177,9 @@ def main():
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--fla", default="none")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "kda.json"))
-    ap.add_argument("--configs", default="split", help="split | scan | tma | diag | fuse | sweep | quick | default")
+    ap.add_argument(
+        "--configs", default="split", help="split | scan | tma | diag | fuse | order | sweep | quick | default"
+    )
     ap.add_argument("--budget-s", type=float, default=420.0, help="skip FLA after this")
     args = ap.parse_args()
     t_start = time.time()
@@ -279,6 +282,14 @@ def main():
         scan_cfgs = [
             dict(bv=bv, scan_warps=w, scan_stages=3, scan_tma=True) for bv, w in ((32, 4), (64, 4), (64, 8), (16, 4))
         ]
+    elif args.configs == "order":
+        # the cumulative gates from two bf16 parts instead of three; wider fused-solve slices; the
+        # scan's output stored by pointers
+        prep_cfgs = [base, dict(base, cump="bf16x3"), dict(base, bw=128)]
+        scan_cfgs = [
+            dict(bv=bv, scan_warps=4, scan_stages=3, scan_tma=True, scan_o_tma=ot)
+            for bv, ot in ((32, True), (32, False), (64, True), (64, False))
+        ]
     elif args.configs == "quick":
         prep_cfgs = [base, dict(base, sprec="tf32"), dict(base, prec="tf32")]
         scan_cfgs = [dict(bv=bv, scan_warps=4, scan_stages=s) for bv, s in ((32, 3), (64, 3))]
@@ -366,6 +377,7 @@ def main():
                 print(f"  scan {sc} failed: {e!r}"[:300], flush=True)
                 continue
             key = f"scan_bv{sc['bv']}_w{sc['scan_warps']}_s{sc['scan_stages']}" + ("_tma" if sc.get("scan_tma") else "")
+            key += "" if sc.get("scan_o_tma", True) else "_optr"
             row[key + "_ms"] = t
             row[key + "_dev"] = dev_
             if sbest is None or t < sbest[0]:

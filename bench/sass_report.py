@@ -100,7 +100,16 @@ def _kda_specs(kk) -> dict:
                 "UD": f"tensordesc<bf16[64,{a['BV']}]>",
                 "OD": f"tensordesc<bf16[1,64,{a['BV']}]>",
             },
-            dict(K=128, V=128, BV=bv, HAS_H0=False, STORE_HT=False, TMA=c["scan_tma"], INTERP=False),
+            dict(
+                K=128,
+                V=128,
+                BV=bv,
+                HAS_H0=False,
+                STORE_HT=False,
+                TMA=c["scan_tma"],
+                O_TMA=c["scan_o_tma"],
+                INTERP=False,
+            ),
             dict(num_warps=c["scan_warps"], num_stages=c["scan_stages"], maxnreg=0),
         ),
     }

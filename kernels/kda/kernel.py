@@ -402,20 +402,25 @@ def _kda_prep_dense(
 
 
 @triton.jit
-def _cum(L, x, INTERP: tl.constexpr):
+def _cum(L, x, INTERP: tl.constexpr, PARTS: tl.constexpr = 3):
     """L @ x for a constant 0/1 (or +-1) matrix L [64, 64], float32-accurate with two tf32 products:
     x is split into its tf32 part (low 13 mantissa bits cleared, exact in tf32) and the rest.
-    With L in bf16, x is split into three bf16 parts instead (24 mantissa bits together)."""
+    With L in bf16, x is split into PARTS bf16 parts instead (3: 24 mantissa bits together, as
+    float32; 2: 16 bits, a relative error of about 2^-17 per term)."""
     if INTERP:
+        if PARTS == 2:  # the same two bf16 parts, exactly
+            b1 = _rtne(x, INTERP).to(tl.bfloat16).to(tl.float32)
+            x = b1 + _rtne(x - b1, INTERP).to(tl.bfloat16).to(tl.float32)
         return tl.dot(L.to(tl.float32), x, input_precision="ieee")
     elif L.dtype == tl.bfloat16:
         b1 = x.to(tl.bfloat16)
         r1 = x - b1.to(tl.float32)
         b2 = r1.to(tl.bfloat16)
-        b3 = (r1 - b2.to(tl.float32)).to(tl.bfloat16)
         acc = tl.dot(L, b1)
         acc = tl.dot(L, b2, acc)
-        return tl.dot(L, b3, acc)
+        if PARTS == 3:
+            acc = tl.dot(L, (r1 - b2.to(tl.float32)).to(tl.bfloat16), acc)
+        return acc
     else:
         hi = (x.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
         acc = tl.dot(L, hi, input_precision="tf32")
@@ -486,7 +491,8 @@ def _kda_intra(
     blk_i = ri // 16
     rk = tl.arange(0, BK)
     # G = Lc g, the inclusive cumulative sum; G_63 - G = Ur g (exact 0/1 entries in bf16 too)
-    LDT: tl.constexpr = tl.bfloat16 if CUMP == "bf16x3" else tl.float32
+    LDT: tl.constexpr = tl.float32 if CUMP == "tf32" else tl.bfloat16
+    CPARTS: tl.constexpr = 2 if CUMP == "bf16x2" else 3
     Lc = (rj <= ri).to(tl.float32).to(LDT)
     Ur = (rj > ri).to(tl.float32).to(LDT)
     be = _vec(beta + b * T * H + h, t0, T, H, 64)
@@ -512,7 +518,7 @@ def _kda_intra(
             # products take them from shared memory instead of holding 64 registers
             Lc = tl.load(lcu + ri * 64 + rj).to(LDT)
             Ur = tl.load(lcu + 4096 + ri * 64 + rj).to(LDT)
-        G = _cum(Lc, g64, INTERP)
+        G = _cum(Lc, g64, INTERP, CPARTS)
         if TMA:
             k64 = tl.reshape(KD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32)
             qs = tl.reshape(QD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32) * scale
@@ -534,7 +540,7 @@ def _kda_intra(
         if G63SUB:
             Gd = tl.sum(tl.where(ri == 63, G, 0.0), axis=0)[None, :] - G
         else:
-            Gd = _cum(Ur, g64, INTERP)
+            Gd = _cum(Ur, g64, INTERP, CPARTS)
         kd = k64 * _ex2(Gd, INTERP)
         if TMA:
             KDD.store([bh * TP + t0, ks], kd.to(tl.bfloat16))
@@ -596,7 +602,7 @@ def _kda_intra(
                 else:
                     g64 = _rows(g_p + ks, t0, T, H * K, 64, BK) * LOG2E
                     k64 = _rows(k_p + ks, t0, T, H * K, 64, BK)
-                x = k64 * be[:, None] * _ex2(_cum(Lc, g64, INTERP), INTERP)
+                x = k64 * be[:, None] * _ex2(_cum(Lc, g64, INTERP, CPARTS), INTERP)
                 x = _mmx(Z, x, x, WPREC, INTERP)
                 if TMA:
                     WD.store([bh * TP + t0, ks], x.to(tl.bfloat16))
@@ -758,11 +764,13 @@ def _kda_scan(
     HAS_H0: tl.constexpr,
     STORE_HT: tl.constexpr,
     TMA: tl.constexpr,
+    O_TMA: tl.constexpr,
     INTERP: tl.constexpr,
 ):
     """The sequential scan, one program per (V block, head): S (K x BV) through the chunks.
     TMA: the chunk tiles loaded and o stored through tensor descriptors (WD ... OD; o as
-    [B, T, H * V], rows past T clipped)."""
+    [B, T, H * V], rows past T clipped); O_TMA False stores o from registers by pointers instead
+    (no shared-memory staging and block barrier per chunk)."""
     iv = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -795,11 +803,10 @@ def _kda_scan(
         g_c = tl.load(gc + (bh.to(tl.int64) * NT + c) * K + rk)
 
         sb = _bf(S, INTERP)
-        U = u_c - tl.dot(w_c, sb)
-        ub = _bf(U, INTERP)
+        ub = _bf(u_c - tl.dot(w_c, sb), INTERP)
         out = tl.dot(q_c, sb)
         out = tl.dot(a_c, ub, out)
-        if TMA:
+        if TMA and O_TMA:
             OD.store([b, c * 64, h * V + iv * BV], tl.reshape(out.to(o.dtype.element_ty), [1, 64, BV]))
         else:
             t = c * 64 + rc
@@ -815,9 +822,9 @@ def _kda_scan(
 # impl "split" (default): _kda_intra then _kda_solve; "dense" / "blocks": one prep kernel.
 CONFIG = dict(
     impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
-    intra_nreg=168, intra_stages=3, lcmem=False, cump="bf16x3", solve_warps=4, solve_nreg=128, bw=64,
+    intra_nreg=168, intra_stages=3, lcmem=False, cump="bf16x2", solve_warps=4, solve_nreg=128, bw=64,
     g63sub=True, tma=True, diag_inv=True, fuse="inplace", bv=None, scan_warps=4, scan_stages=3,
-    scan_tma=True,
+    scan_tma=True, scan_o_tma=True,
 )  # fmt: skip
 
 # fuse: the solve in the intra kernel (kb recomputed or read back) instead of its own kernel
@@ -844,13 +851,14 @@ KNOBS = {
     "intra_nreg": [168, 0, 128],  # register cap (0: the compiler's choice)
     "intra_stages": [2, 3],
     "lcmem": [False, True],  # the cumulative-sum matrices read from memory (shared-memory operand)
-    "cump": ["tf32", "bf16x3"],  # the cumulative sums as two tf32 or three bf16 products
+    "cump": ["tf32", "bf16x3", "bf16x2"],  # the cumulative sums as two tf32 or 3 / 2 bf16 products
     "solve_warps": [4, 8],
     "solve_nreg": [0, 168, 128],
     "bw": [32, 64, 128],
     "g63sub": [True, False],  # G_63 - G by a subtraction (default) or as a product Ur g
     "tma": [True, False],  # tiles through tensor descriptors (GPU only) or per-element pointers
     "scan_tma": [True, False],  # the same for the scan
+    "scan_o_tma": [True, False],  # the scan's output stored through a descriptor or by pointers
     "diag_inv": [True, False],  # the 16 x 16 diagonal inverses in the intra kernel or the solve
     "fuse": ["none", "recompute", "reload", "inplace"],  # the solve in its own kernel or in the intra kernel
 }
@@ -899,6 +907,7 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
         scan_warps=c["scan_warps"],
         scan_stages=c["scan_stages"],
         scan_tma=c["scan_tma"],
+        scan_o_tma=c["scan_o_tma"],
     )
 
 
@@ -1007,7 +1016,7 @@ def _prep_out(qg, kd, w, u, aqk, gc, q, interp):
 
 
 def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_warps=4,
-             scan_stages=2, scan_tma=False):  # fmt: skip
+             scan_stages=2, scan_tma=False, scan_o_tma=True):  # fmt: skip
     """Kernel 3: the sequential scan over chunks; returns (o, final state or None)."""
     B, T, H, K, V = prep["shape"]
     NT = prep["gc"].shape[1]
@@ -1040,6 +1049,7 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
     _kda_scan[(V // bv, BH)](
         p["qg"], p["kd"], p["w"], p["u"], p["aqk"], p["gc"], h0, o, hT, *descs, T, H, NT, TP,
         K=K, V=V, BV=bv, HAS_H0=initial_state is not None, STORE_HT=output_final_state,
-        TMA=use_tma, INTERP=p["interp"], num_warps=scan_warps, num_stages=scan_stages,
+        TMA=use_tma, O_TMA=scan_o_tma, INTERP=p["interp"], num_warps=scan_warps,
+        num_stages=scan_stages,
     )  # fmt: skip
     return o, (hT if output_final_state else None)

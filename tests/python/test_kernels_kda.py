@@ -92,6 +92,8 @@ def test_kda_matches_recurrence_within_tolerance(B, T, H, K, V, with_h0):
         dict(fuse="reload"),
         dict(fuse="inplace"),
         dict(fuse="recompute", wprec="tf32"),
+        dict(fuse="none", cump="bf16x2"),
+        dict(scan_o_tma=False),
     ],
 )
 def test_kda_prep_variants_match_recurrence(cfg):
