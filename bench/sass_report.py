@@ -52,6 +52,7 @@ def _kda_specs(kk) -> dict:
             lambda a: {
                 **dict.fromkeys(("q", "k", "beta", "v", "qg_out", "kd_out", "kb_out", "aqk_out"), bf),
                 **dict.fromkeys(("w_out", "u_out"), bf),
+                "ctab": "*i32",
                 **dict.fromkeys(("g", "a_out", "gc_out", "lcu"), f32),
                 "scale": "fp32",
                 **{n: f"tensordesc<bf16[1,64,{a['BK']}]>" for n in ("QD", "KD")},
@@ -70,6 +71,7 @@ def _kda_specs(kk) -> dict:
                 BW=bw,
                 WPREC=c["wprec"],
                 FUSE=kk.FUSE[c["fuse"]],
+                VARLEN=False,
                 PREC=c["prec"],
                 BATCH=c["batch"],
                 LCMEM=c["lcmem"],
@@ -84,9 +86,16 @@ def _kda_specs(kk) -> dict:
         ),
         "solve": (
             kk._kda_solve,
-            lambda a: {**dict.fromkeys(("v", "beta", "kb", "w_out", "u_out"), bf), "a_in": f32},
+            lambda a: {**dict.fromkeys(("v", "beta", "kb", "w_out", "u_out"), bf), "a_in": f32, "ctab": "*i32"},
             dict(
-                K=128, V=128, BW=bw, SPREC=c["sprec"], WPREC=c["wprec"], DIAGINV=c["diag_inv"], INTERP=False
+                K=128,
+                V=128,
+                BW=bw,
+                SPREC=c["sprec"],
+                WPREC=c["wprec"],
+                DIAGINV=c["diag_inv"],
+                VARLEN=False,
+                INTERP=False,
             ),  # fmt: skip
             dict(num_warps=c["solve_warps"], num_stages=3, maxnreg=c["solve_nreg"]),
         ),
@@ -95,6 +104,7 @@ def _kda_specs(kk) -> dict:
             lambda a: {
                 **dict.fromkeys(("qg", "kd", "w", "u", "aqk", "o"), bf),
                 **dict.fromkeys(("gc", "h0", "hT"), f32),
+                **dict.fromkeys(("ctab", "cseq"), "*i32"),
                 **{n: "tensordesc<bf16[64,128]>" for n in ("WD", "QGD", "KDD")},
                 "AQD": "tensordesc<bf16[64,64]>",
                 "UD": f"tensordesc<bf16[64,{a['BV']}]>",
@@ -108,6 +118,7 @@ def _kda_specs(kk) -> dict:
                 STORE_HT=False,
                 TMA=c["scan_tma"],
                 O_TMA=c["scan_o_tma"],
+                VARLEN=False,
                 INTERP=False,
             ),
             dict(num_warps=c["scan_warps"], num_stages=c["scan_stages"], maxnreg=0),

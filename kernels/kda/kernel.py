@@ -443,15 +443,36 @@ def _ex2(x, INTERP: tl.constexpr):
 
 
 @triton.jit
+def _live(x, live, VARLEN: tl.constexpr):
+    """x with the rows past its sequence's end zeroed (variable-length batches only)."""
+    if VARLEN:
+        x = tl.where(live, x, 0.0)
+    return x
+
+
+@triton.jit
+def _chunk_rows(c, ctab, T, VARLEN: tl.constexpr):
+    """The input rows [t0, tend) of chunk c: c * 64 and T, or a chunk of one sequence of a
+    variable-length batch (ctab [NT, 2]: its first row and its sequence's end)."""
+    if VARLEN:
+        t0 = tl.load(ctab + 2 * c)
+        tend = tl.load(ctab + 2 * c + 1)
+    else:
+        t0 = c * 64
+        tend = T
+    return t0, tend
+
+
+@triton.jit
 def _kda_intra(
-    q, k, g, beta, v,
+    q, k, g, beta, v, ctab,
     qg_out, kd_out, kb_out, a_out, aqk_out, gc_out, w_out, u_out, lcu,
     QD, KD, GD, QGD, KDD, KBD, AD, AQD, VD, WD, UD,
     scale, T, H, NT, TP,
     K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BW: tl.constexpr, PREC: tl.constexpr,
     BATCH: tl.constexpr, LCMEM: tl.constexpr, CUMP: tl.constexpr, G63SUB: tl.constexpr,
     TMA: tl.constexpr, DIAGINV: tl.constexpr, SPREC: tl.constexpr, WPREC: tl.constexpr,
-    FUSE: tl.constexpr, INTERP: tl.constexpr,
+    FUSE: tl.constexpr, VARLEN: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """Split prep, kernel 1 of 2, one program per (chunk, head): the cumulative gates, the
     elementwise outputs qg = scale q e^G, kd = k e^(G_63 - G), kb = beta k e^G (bf16) and
@@ -480,7 +501,8 @@ def _kda_intra(
     bh = tl.program_id(1)
     b = bh // H
     h = bh % H
-    t0 = c * 64
+    p0 = c * 64  # the chunk's rows in the padded buffers
+    t0, tend = _chunk_rows(c, ctab, T, VARLEN)
     q_p = q + (b * T * H + h) * K
     k_p = k + (b * T * H + h) * K
     g_p = g + (b * T * H + h) * K
@@ -488,6 +510,7 @@ def _kda_intra(
     r = tl.arange(0, 64)
     ri = r[:, None]
     rj = r[None, :]
+    live = (t0 + ri) < tend  # rows of this chunk's sequence (a TMA box ends only at T)
     blk_i = ri // 16
     rk = tl.arange(0, BK)
     # G = Lc g, the inclusive cumulative sum; G_63 - G = Ur g (exact 0/1 entries in bf16 too)
@@ -495,7 +518,7 @@ def _kda_intra(
     CPARTS: tl.constexpr = 2 if CUMP == "bf16x2" else 3
     Lc = (rj <= ri).to(tl.float32).to(LDT)
     Ur = (rj > ri).to(tl.float32).to(LDT)
-    be = _vec(beta + b * T * H + h, t0, T, H, 64)
+    be = _vec(beta + b * T * H + h, t0, tend, H, 64)
     gc_p = gc_out + (bh.to(tl.int64) * NT + c) * K
 
     r16 = tl.arange(0, 16)
@@ -510,9 +533,9 @@ def _kda_intra(
         P = tl.zeros([64, 64], tl.float32)
     for ks in range(0, K, BK):
         if TMA:
-            g64 = tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]) * LOG2E
+            g64 = _live(tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]), live, VARLEN) * LOG2E
         else:
-            g64 = _rows(g_p + ks, t0, T, H * K, 64, BK) * LOG2E
+            g64 = _rows(g_p + ks, t0, tend, H * K, 64, BK) * LOG2E
         if LCMEM:
             # the constant matrices read from memory (an L1 hit) inside the loop, so that the
             # products take them from shared memory instead of holding 64 registers
@@ -520,32 +543,32 @@ def _kda_intra(
             Ur = tl.load(lcu + 4096 + ri * 64 + rj).to(LDT)
         G = _cum(Lc, g64, INTERP, CPARTS)
         if TMA:
-            k64 = tl.reshape(KD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32)
-            qs = tl.reshape(QD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32) * scale
+            k64 = _live(tl.reshape(KD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32), live, VARLEN)
+            qs = _live(tl.reshape(QD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32), live, VARLEN) * scale
         else:
-            k64 = _rows(k_p + ks, t0, T, H * K, 64, BK)
-            qs = _rows(q_p + ks, t0, T, H * K, 64, BK) * scale
+            k64 = _rows(k_p + ks, t0, tend, H * K, 64, BK)
+            qs = _rows(q_p + ks, t0, tend, H * K, 64, BK) * scale
         kbe = k64 * be[:, None]
         eG = _ex2(G, INTERP)
         # e^(G_63) is row 63 of e^G (rows past T have g = 0)
         tl.store(gc_p + ks + rk[None, :] + ri * 0, eG, mask=(ri == 63) & (rk[None, :] < BK))
         if TMA:
-            QGD.store([bh * TP + t0, ks], (qs * eG).to(tl.bfloat16))
+            QGD.store([bh * TP + p0, ks], (qs * eG).to(tl.bfloat16))
         else:
-            _put(qg_out + o_row * K + ks, t0, K, qs * eG, 64, BK, INTERP)
+            _put(qg_out + o_row * K + ks, p0, K, qs * eG, 64, BK, INTERP)
         if TMA and FUSE == 0:
-            KBD.store([bh * TP + t0, ks], (kbe * eG).to(tl.bfloat16))
+            KBD.store([bh * TP + p0, ks], (kbe * eG).to(tl.bfloat16))
         elif FUSE != 1:
-            _put(kb_out + o_row * K + ks, t0, K, kbe * eG, 64, BK, INTERP)
+            _put(kb_out + o_row * K + ks, p0, K, kbe * eG, 64, BK, INTERP)
         if G63SUB:
             Gd = tl.sum(tl.where(ri == 63, G, 0.0), axis=0)[None, :] - G
         else:
             Gd = _cum(Ur, g64, INTERP, CPARTS)
         kd = k64 * _ex2(Gd, INTERP)
         if TMA:
-            KDD.store([bh * TP + t0, ks], kd.to(tl.bfloat16))
+            KDD.store([bh * TP + p0, ks], kd.to(tl.bfloat16))
         else:
-            _put(kd_out + o_row * K + ks, t0, K, kd, 64, BK, INTERP)
+            _put(kd_out + o_row * K + ks, p0, K, kd, 64, BK, INTERP)
         if BATCH:
             G3 = tl.reshape(G, [4, 16, BK])
             m4 = tl.sum(tl.where((r16 == 7)[None, :, None], G3, 0.0), axis=1)  # [4, BK]
@@ -575,9 +598,9 @@ def _kda_intra(
         A = tl.reshape(A3, [64, 64])
         P = tl.reshape(P3, [64, 64])
     if TMA:
-        AQD.store([bh * TP + t0, 0], tl.where(rj <= ri, P, 0.0).to(tl.bfloat16))
+        AQD.store([bh * TP + p0, 0], tl.where(rj <= ri, P, 0.0).to(tl.bfloat16))
     else:
-        _put(aqk_out + o_row * 64, t0, 64, tl.where(rj <= ri, P, 0.0), 64, 64, INTERP)
+        _put(aqk_out + o_row * 64, p0, 64, tl.where(rj <= ri, P, 0.0), 64, 64, INTERP)
     if DIAGINV:
         # each sub-chunk's own 16 x 16 block inverted where it lies (block I of A3 is the warp's)
         A = tl.reshape(_diag_inverse(A3, SPREC, INTERP), [64, 64])
@@ -585,9 +608,9 @@ def _kda_intra(
         A = tl.where(rj < ri, A, 0.0)
     if FUSE == 0:
         if TMA:
-            AD.store([bh * TP + t0, 0], A)
+            AD.store([bh * TP + p0, 0], A)
         else:
-            tl.store(a_out + (o_row + t0 + ri) * 64 + rj, A)
+            tl.store(a_out + (o_row + p0 + ri) * 64 + rj, A)
     else:
         D = tl.where(ri // 16 == rj // 16, A, 0.0)
         Z = _z_of(D, A - D, (ri == rj).to(tl.float32), SPREC, INTERP)
@@ -597,40 +620,40 @@ def _kda_intra(
             # w = kb + Z kb with kb = beta k e^G recomputed from k and g (read again, from L2)
             for ks in range(0, K, BK):
                 if TMA:
-                    g64 = tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]) * LOG2E
-                    k64 = tl.reshape(KD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32)
+                    g64 = _live(tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]), live, VARLEN) * LOG2E
+                    k64 = _live(tl.reshape(KD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32), live, VARLEN)
                 else:
-                    g64 = _rows(g_p + ks, t0, T, H * K, 64, BK) * LOG2E
-                    k64 = _rows(k_p + ks, t0, T, H * K, 64, BK)
+                    g64 = _rows(g_p + ks, t0, tend, H * K, 64, BK) * LOG2E
+                    k64 = _rows(k_p + ks, t0, tend, H * K, 64, BK)
                 x = k64 * be[:, None] * _ex2(_cum(Lc, g64, INTERP, CPARTS), INTERP)
                 x = _mmx(Z, x, x, WPREC, INTERP)
                 if TMA:
-                    WD.store([bh * TP + t0, ks], x.to(tl.bfloat16))
+                    WD.store([bh * TP + p0, ks], x.to(tl.bfloat16))
                 else:
-                    _put(w_out + o_row * K + ks, t0, K, x, 64, BK, INTERP)
+                    _put(w_out + o_row * K + ks, p0, K, x, 64, BK, INTERP)
         else:
             # w = kb + Z kb with kb read back: this program's own stores, ordered by the barrier
             tl.debug_barrier()
             for ks in range(0, K, BW):
-                x = tl.load(kb_out + (o_row + t0 + ri) * K + ks + tl.arange(0, BW)[None, :])
+                x = tl.load(kb_out + (o_row + p0 + ri) * K + ks + tl.arange(0, BW)[None, :])
                 x = x.to(tl.float32)
                 x = _mmx(Z, x, x, WPREC, INTERP)
                 if TMA and FUSE == 2:
-                    WD.store([bh * TP + t0, ks], x.to(tl.bfloat16))
+                    WD.store([bh * TP + p0, ks], x.to(tl.bfloat16))
                 else:  # FUSE 3: kb_out is w_out, overwritten by the same (generic) stores
-                    _put(w_out + o_row * K + ks, t0, K, x, 64, BW, INTERP)
+                    _put(w_out + o_row * K + ks, p0, K, x, 64, BW, INTERP)
         v_p = v + (b * T * H + h) * V
         for vs in range(0, V, BW):
             if TMA:
-                x = tl.reshape(VD.load([b, t0, h * V + vs]), [64, BW]).to(tl.float32)
+                x = _live(tl.reshape(VD.load([b, t0, h * V + vs]), [64, BW]).to(tl.float32), live, VARLEN)
             else:
-                x = _rows(v_p + vs, t0, T, H * V, 64, BW)
+                x = _rows(v_p + vs, t0, tend, H * V, 64, BW)
             x = x * be[:, None]
             x = _mmx(Z, x, x, WPREC, INTERP)
             if TMA:
-                UD.store([bh * TP + t0, vs], x.to(tl.bfloat16))
+                UD.store([bh * TP + p0, vs], x.to(tl.bfloat16))
             else:
-                _put(u_out + o_row * V + vs, t0, V, x, 64, BW, INTERP)
+                _put(u_out + o_row * V + vs, p0, V, x, 64, BW, INTERP)
 
 
 @triton.jit
@@ -689,10 +712,10 @@ def _acc_block2(A, P, kr, qr, k64, G, m, ri, blk_i, I: tl.constexpr, PREC: tl.co
 
 @triton.jit
 def _kda_solve(
-    v, beta, kb, a_in, w_out, u_out,
+    v, beta, kb, a_in, w_out, u_out, ctab,
     T, H, TP,
     K: tl.constexpr, V: tl.constexpr, BW: tl.constexpr, SPREC: tl.constexpr,
-    WPREC: tl.constexpr, DIAGINV: tl.constexpr, INTERP: tl.constexpr,
+    WPREC: tl.constexpr, DIAGINV: tl.constexpr, VARLEN: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """Split prep, kernel 2 of 2, one program per (chunk, head): Z = (I + A)^-1 - I by the dense
     blocked solve of _kda_prep_dense, then w = kb + Z kb and u = beta v + Z (beta v); the
@@ -703,12 +726,13 @@ def _kda_solve(
     bh = tl.program_id(1)
     b = bh // H
     h = bh % H
-    t0 = c * 64
+    p0 = c * 64
+    t0, tend = _chunk_rows(c, ctab, T, VARLEN)
     o_row = bh.to(tl.int64) * TP
     r = tl.arange(0, 64)
     ri = r[:, None]
     rj = r[None, :]
-    A = tl.load(a_in + (o_row + t0 + ri) * 64 + rj)
+    A = tl.load(a_in + (o_row + p0 + ri) * 64 + rj)
     eye = (ri == rj).to(tl.float32)
     D = tl.where(ri // 16 == rj // 16, A, 0.0)
     N = A - D
@@ -727,14 +751,14 @@ def _kda_solve(
     Z = _z_of(Di, N, eye, SPREC, INTERP)
     if WPREC == "bf16":
         Z = _bf(Z, INTERP)  # rounded once, outside the loops
-    be = _vec(beta + b * T * H + h, t0, T, H, 64)
+    be = _vec(beta + b * T * H + h, t0, tend, H, 64)
     v_p = v + (b * T * H + h) * V
     for ks in range(0, K, BW):
-        x = tl.load(kb + (o_row + t0 + ri) * K + ks + tl.arange(0, BW)[None, :]).to(tl.float32)
-        _put(w_out + o_row * K + ks, t0, K, _mmx(Z, x, x, WPREC, INTERP), 64, BW, INTERP)
+        x = tl.load(kb + (o_row + p0 + ri) * K + ks + tl.arange(0, BW)[None, :]).to(tl.float32)
+        _put(w_out + o_row * K + ks, p0, K, _mmx(Z, x, x, WPREC, INTERP), 64, BW, INTERP)
     for vs in range(0, V, BW):
-        x = _rows(v_p + vs, t0, T, H * V, 64, BW) * be[:, None]
-        _put(u_out + o_row * V + vs, t0, V, _mmx(Z, x, x, WPREC, INTERP), 64, BW, INTERP)
+        x = _rows(v_p + vs, t0, tend, H * V, 64, BW) * be[:, None]
+        _put(u_out + o_row * V + vs, p0, V, _mmx(Z, x, x, WPREC, INTERP), 64, BW, INTERP)
 
 
 @triton.jit
@@ -748,6 +772,8 @@ def _kda_scan(
     h0,
     o,
     hT,
+    ctab,
+    cseq,
     WD,
     QGD,
     KDD,
@@ -765,12 +791,15 @@ def _kda_scan(
     STORE_HT: tl.constexpr,
     TMA: tl.constexpr,
     O_TMA: tl.constexpr,
+    VARLEN: tl.constexpr,
     INTERP: tl.constexpr,
 ):
     """The sequential scan, one program per (V block, head): S (K x BV) through the chunks.
     TMA: the chunk tiles loaded and o stored through tensor descriptors (WD ... OD; o as
     [B, T, H * V], rows past T clipped); O_TMA False stores o from registers by pointers instead
-    (no shared-memory staging and block barrier per chunk)."""
+    (no shared-memory staging and block barrier per chunk). VARLEN: program (V block, head,
+    sequence) runs over its sequence's chunks cseq[n] .. cseq[n + 1] - 1, with its own initial
+    and final state; o by pointers, masked at the sequence's end."""
     iv = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -779,13 +808,22 @@ def _kda_scan(
     rk = tl.arange(0, K)
     rv = iv * BV + tl.arange(0, BV)
     base = bh.to(tl.int64) * TP
+    if VARLEN:
+        n = tl.program_id(2)
+        c_lo = tl.load(cseq + n)
+        c_hi = tl.load(cseq + n + 1)
+        sidx = (n * H + h).to(tl.int64)  # the sequence's state
+    else:
+        c_lo = 0
+        c_hi = NT
+        sidx = bh.to(tl.int64)
 
     if HAS_H0:
-        S = tl.load(h0 + bh.to(tl.int64) * K * V + rk[:, None] * V + rv[None, :])
+        S = tl.load(h0 + sidx * K * V + rk[:, None] * V + rv[None, :])
     else:
         S = tl.zeros([K, BV], tl.float32)
 
-    for c in range(NT):
+    for c in range(c_lo, c_hi):
         if TMA:
             row0 = bh * TP + c * 64
             w_c = WD.load([row0, 0])
@@ -806,16 +844,17 @@ def _kda_scan(
         ub = _bf(u_c - tl.dot(w_c, sb), INTERP)
         out = tl.dot(q_c, sb)
         out = tl.dot(a_c, ub, out)
-        if TMA and O_TMA:
+        if TMA and O_TMA and not VARLEN:
             OD.store([b, c * 64, h * V + iv * BV], tl.reshape(out.to(o.dtype.element_ty), [1, 64, BV]))
         else:
-            t = c * 64 + rc
+            t0, tend = _chunk_rows(c, ctab, T, VARLEN)
+            t = t0 + rc
             op = o + ((b * T + t).to(tl.int64) * H + h)[:, None] * V + rv[None, :]
-            tl.store(op, _rtne(out, INTERP).to(o.dtype.element_ty), mask=(t < T)[:, None])
+            tl.store(op, _rtne(out, INTERP).to(o.dtype.element_ty), mask=(t < tend)[:, None])
         S = S * g_c[:, None] + tl.dot(tl.trans(k_c), ub)
 
     if STORE_HT:
-        tl.store(hT + bh.to(tl.int64) * K * V + rk[:, None] * V + rv[None, :], S)
+        tl.store(hT + sidx * K * V + rk[:, None] * V + rv[None, :], S)
 
 
 # Tuning knobs (measured on an H200, see docs/kernels.md); bv None picks by the number of programs.
@@ -887,18 +926,24 @@ def _cum_matrices(dev):
     return _CUM[dev]
 
 
-def kda_fwd(q, k, v, g, beta, scale, initial_state=None, output_final_state=False):
+def kda_fwd(q, k, v, g, beta, scale, initial_state=None, output_final_state=False, cu_seqlens=None):
     """KDA forward. q, k: [B, T, H, K] bf16; v: [B, T, H, V] bf16; g: [B, T, H, K] float32 per-step
     log decay (not cumulated); beta: [B, T, H]; scale: float or None (K**-0.5); initial_state:
     [B, H, K, V] float32 or None. Returns (o [B, T, H, V] in q's dtype, final state [B, H, K, V]
-    float32 or None)."""
-    return kda_fwd_cfg(q, k, v, g, beta, scale, initial_state, output_final_state, **CONFIG)
+    float32 or None).
+
+    cu_seqlens (FLA's variable-length form): B = 1 and the N sequences packed along T, sequence n
+    being rows cu_seqlens[n] .. cu_seqlens[n + 1] - 1 (an integer tensor [N + 1] from 0 to T);
+    initial_state and the final state are then [N, H, K, V]. The chunk table is built on the
+    host, so a call with cu_seqlens on the GPU synchronises once (as FLA's does)."""
+    return kda_fwd_cfg(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, **CONFIG)
 
 
-def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=False, **cfg):
+def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=False, cu_seqlens=None,
+                **cfg):  # fmt: skip
     """kda_fwd with explicit tuning knobs (keys of CONFIG)."""
     c = dict(CONFIG, **cfg)
-    prep = kda_prepare(q, k, v, g, beta, scale, **{n: c[n] for n in PREP_KEYS})
+    prep = kda_prepare(q, k, v, g, beta, scale, cu_seqlens=cu_seqlens, **{n: c[n] for n in PREP_KEYS})
     return kda_scan(
         prep,
         initial_state,
@@ -915,7 +960,7 @@ def kda_prepare(
     q, k, v, g, beta, scale, prec="bf16", wprec="bf16", prep_warps=4, bk=16, impl="split",
     sprec="bf16", batch=True, intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3",
     solve_warps=4, solve_nreg=128, bw=64, g63sub=True, tma=True, diag_inv=True, fuse="none",
-    only=None,
+    cu_seqlens=None, only=None,
 ):  # fmt: skip
     """The chunk-parallel part (one or two kernels). Returns the buffers the scan reads, as a
     dict. only="intra" runs the first of the two split kernels alone (for timing it)."""
@@ -945,7 +990,11 @@ def kda_prepare(
     q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
     g = g.float()
     dev = q.device
-    NT = triton.cdiv(T, CHUNK)
+    ctab, cseq = chunk_table(cu_seqlens, B, T, dev)
+    varlen = cu_seqlens is not None
+    if varlen and impl != "split":
+        raise ValueError(f"kda_fwd: cu_seqlens needs impl='split', not {impl!r}")
+    NT = ctab.shape[0] if varlen else triton.cdiv(T, CHUNK)
     TP = NT * CHUNK
     BH = B * H
     qg = torch.empty(BH, TP, K, device=dev, dtype=torch.bfloat16)
@@ -977,18 +1026,18 @@ def kda_prepare(
         else:
             descs = (q,) * 11  # unused
         _kda_intra[(NT, BH)](
-            q, k, g, beta, v, qg, kd, kb, a32, aqk, gc, w, u, _cum_matrices(dev), *descs,
+            q, k, g, beta, v, ctab, qg, kd, kb, a32, aqk, gc, w, u, _cum_matrices(dev), *descs,
             float(scale), T, H, NT, TP,
             K=K, V=V, BK=bk, BW=bw, PREC=prec, BATCH=batch, LCMEM=lcmem, CUMP=cump,
             G63SUB=g63sub, TMA=use_tma, DIAGINV=diag_inv, SPREC=sprec, WPREC=wprec, FUSE=fz,
-            INTERP=interp, num_warps=prep_warps, num_stages=intra_stages,
+            VARLEN=varlen, INTERP=interp, num_warps=prep_warps, num_stages=intra_stages,
             maxnreg=intra_nreg or None,
         )  # fmt: skip
         if only == "intra" or fz:
-            return None if only == "intra" else _prep_out(qg, kd, w, u, aqk, gc, q, interp)
+            return None if only == "intra" else _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq)
         _kda_solve[(NT, BH)](
-            v, beta, kb, a32, w, u, T, H, TP,
-            K=K, V=V, BW=bw, SPREC=sprec, WPREC=wprec, DIAGINV=diag_inv, INTERP=interp,
+            v, beta, kb, a32, w, u, ctab, T, H, TP,
+            K=K, V=V, BW=bw, SPREC=sprec, WPREC=wprec, DIAGINV=diag_inv, VARLEN=varlen, INTERP=interp,
             num_warps=solve_warps,
             maxnreg=solve_nreg or None,
         )  # fmt: skip
@@ -1003,16 +1052,41 @@ def kda_prepare(
             q, k, v, g, beta, qg, kd, w, u, aqk, gc, float(scale), T, H, NT, TP,
             K=K, V=V, BK=bk, PREC=prec, WPREC=wprec, INTERP=interp, num_warps=prep_warps,
         )  # fmt: skip
-    return _prep_out(qg, kd, w, u, aqk, gc, q, interp)
+    return _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq)
 
 
-def _prep_out(qg, kd, w, u, aqk, gc, q, interp):
-    """The buffers the scan reads, with the shape facts it needs."""
+def _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq):
+    """The buffers the scan reads, with the shape facts it needs (cseq None: no cu_seqlens)."""
     B, T, H, K = q.shape
     return dict(
-        qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc,
+        qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc, ctab=ctab, cseq=cseq,
         shape=(B, T, H, K, u.shape[-1]), dtype=q.dtype, interp=interp,
     )  # fmt: skip
+
+
+def chunk_table(cu_seqlens, B, T, dev):
+    """For cu_seqlens: ctab [NT, 2] int32 (each chunk's first row and its sequence's end) and
+    cseq [N + 1] int32 (sequence n's chunks are cseq[n] .. cseq[n + 1] - 1). Without: two
+    one-element placeholders and None."""
+    if cu_seqlens is None:
+        return torch.zeros(2, device=dev, dtype=torch.int32), None
+    cu = torch.as_tensor(cu_seqlens).detach()
+    if cu.dim() != 1 or cu.numel() < 2 or cu.dtype.is_floating_point or cu.dtype == torch.bool:
+        raise ValueError(f"kda_fwd: cu_seqlens must be a 1-D integer tensor [N + 1], got {cu.dtype} {tuple(cu.shape)}")
+    if B != 1:
+        raise ValueError(f"kda_fwd: cu_seqlens needs B = 1 (sequences packed along T), got B = {B}")
+    cu = cu.to("cpu", torch.int64)
+    lens = cu[1:] - cu[:-1]
+    if cu[0] != 0 or cu[-1] != T or bool((lens < 0).any()):
+        raise ValueError(f"kda_fwd: cu_seqlens must rise from 0 to T = {T}, got {cu.tolist()[:8]}...")
+    nch = (lens + CHUNK - 1) // CHUNK
+    cseq = torch.cat([torch.zeros(1, dtype=torch.int64), nch.cumsum(0)])
+    seq = torch.repeat_interleave(torch.arange(lens.numel()), nch)
+    t0 = cu[seq] + CHUNK * (torch.arange(seq.numel()) - cseq[seq])
+    ctab = torch.stack([t0, cu[seq + 1]], dim=1).to(torch.int32)
+    if ctab.shape[0] == 0:  # only empty sequences: one dummy row, never read
+        ctab = torch.zeros(1, 2, dtype=torch.int32)
+    return ctab.contiguous().to(dev), cseq.to(torch.int32).to(dev)
 
 
 def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_warps=4,
@@ -1022,19 +1096,24 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
     NT = prep["gc"].shape[1]
     TP = NT * CHUNK
     BH = B * H
+    cseq = prep["cseq"]
+    varlen = cseq is not None
+    NS = cseq.numel() - 1 if varlen else B  # sequences, each with its own state
     if bv is None:
         # wide V blocks while there are enough programs to fill the 132 SMs, narrower below
         # (measured on an H200: 64 best from B*H = 64 on, 32 at B*H = 32)
-        bv = 64 if BH * (V // 64) >= 128 else (32 if BH * (V // 32) >= 96 else 16)
+        n = NS * H
+        bv = 64 if n * (V // 64) >= 128 else (32 if n * (V // 32) >= 96 else 16)
     bv = min(bv, V)
     dev = prep["qg"].device
     o = torch.empty(B, T, H, V, device=dev, dtype=prep["dtype"])
     # unused pointers get their own dummy (the interpreter copies each argument back separately)
     dummy = torch.empty(1, device=dev, dtype=torch.float32)
-    hT = torch.empty(B, H, K, V, device=dev, dtype=torch.float32) if output_final_state else dummy
+    hT = torch.empty(NS, H, K, V, device=dev, dtype=torch.float32) if output_final_state else dummy
     h0 = initial_state.float().contiguous() if initial_state is not None else dummy
-    if initial_state is not None and h0.shape != (B, H, K, V):
-        raise ValueError(f"kda_fwd: initial_state must be {(B, H, K, V)}, got {tuple(h0.shape)}")
+    if initial_state is not None and h0.shape != (NS, H, K, V):
+        what = "[N, H, K, V] with cu_seqlens" if varlen else "[B, H, K, V]"
+        raise ValueError(f"kda_fwd: initial_state must be {what} = {(NS, H, K, V)}, got {tuple(h0.shape)}")
     p = prep
     use_tma = scan_tma and not p["interp"]
     if use_tma:
@@ -1046,10 +1125,12 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
         )
     else:
         descs = (o,) * 6  # unused
-    _kda_scan[(V // bv, BH)](
-        p["qg"], p["kd"], p["w"], p["u"], p["aqk"], p["gc"], h0, o, hT, *descs, T, H, NT, TP,
+    grid = (V // bv, BH, NS) if varlen else (V // bv, BH)
+    _kda_scan[grid](
+        p["qg"], p["kd"], p["w"], p["u"], p["aqk"], p["gc"], h0, o, hT, p["ctab"],
+        cseq if varlen else p["ctab"], *descs, T, H, NT, TP,
         K=K, V=V, BV=bv, HAS_H0=initial_state is not None, STORE_HT=output_final_state,
-        TMA=use_tma, O_TMA=scan_o_tma, INTERP=p["interp"], num_warps=scan_warps,
+        TMA=use_tma, O_TMA=scan_o_tma, VARLEN=varlen, INTERP=p["interp"], num_warps=scan_warps,
         num_stages=scan_stages,
     )  # fmt: skip
     return o, (hT if output_final_state else None)

@@ -170,3 +170,48 @@ def test_tma_is_used_only_on_aligned_gpu_tensors():
     o, _ = kda_kernel.kda_fwd(qs, k, v, g, beta, 0.25)
     ro, _ = _reference(q, k, v, g, beta, 0.25, None)
     assert _rel(o, ro) <= TOL
+
+
+@pytest.mark.parametrize(
+    "lens,cfg",
+    [
+        ([37, 64, 100, 1], dict()),  # ragged, one exactly a chunk, one of a single row
+        ([70, 0, 130], dict(fuse="none")),  # an empty sequence; the solve in its own kernel
+        ([130, 5], dict(fuse="recompute", scan_o_tma=False)),
+    ],
+)
+def test_kda_varlen_equals_each_sequence_alone(lens, cfg):
+    """cu_seqlens (FLA's packed form): each sequence gets exactly what a call on it alone gives,
+    with its own initial and final state, and nothing leaks across a boundary."""
+    T, H, K, V = sum(lens), 2, 16, 32
+    q, k, v, g, beta = _inputs(1, T, H, K, V, seed=len(lens) + T)
+    N = len(lens)
+    h0 = torch.randn(N, H, K, V, generator=torch.Generator().manual_seed(4)).to(DEV)
+    cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32)
+    o, hT = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, h0, True, cu.to(DEV), **cfg)
+    assert o.shape == (1, T, H, V) and hT.shape == (N, H, K, V)
+    for n in range(N):
+        a, b = int(cu[n]), int(cu[n + 1])
+        if a == b:
+            assert torch.equal(hT[n], h0[n]), "an empty sequence keeps its state"
+            continue
+        part = [x[:, a:b] for x in (q, k, v, g, beta)]
+        ro, rh = _reference(*part, 0.25, h0[n : n + 1])
+        assert _rel(o[:, a:b], ro) <= TOL, f"sequence {n}: output error {_rel(o[:, a:b], ro):.2e}"
+        assert _rel(hT[n : n + 1], rh) <= TOL, f"sequence {n}: state error {_rel(hT[n : n + 1], rh):.2e}"
+
+
+def test_kda_varlen_rejects_bad_cu_seqlens():
+    q, k, v, g, beta = _inputs(1, 40, 1, 16, 16, seed=2)
+    for cu, msg in (
+        (torch.tensor([0, 20, 30]), "rise from 0 to T"),
+        (torch.tensor([0, 30, 20, 40]), "rise from 0 to T"),
+        (torch.tensor([0.0, 40.0]), "integer"),
+    ):
+        with pytest.raises(ValueError, match=msg):
+            kda_kernel.kda_fwd(q, k, v, g, beta, 0.25, cu_seqlens=cu.to(DEV))
+    q2, k2, v2, g2, beta2 = _inputs(2, 20, 1, 16, 16, seed=2)
+    with pytest.raises(ValueError, match="B = 1"):
+        kda_kernel.kda_fwd(q2, k2, v2, g2, beta2, 0.25, cu_seqlens=torch.tensor([0, 20]))
+    with pytest.raises(ValueError, match=r"\[N, H, K, V\]"):
+        kda_kernel.kda_fwd(q, k, v, g, beta, 0.25, torch.zeros(1, 1, 16, 16), cu_seqlens=torch.tensor([0, 10, 40]))
