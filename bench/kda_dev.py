@@ -285,7 +285,7 @@ def main():
     elif args.configs == "order":
         # the cumulative gates from two bf16 parts instead of three; wider fused-solve slices; the
         # scan's output stored by pointers
-        prep_cfgs = [base, dict(base, cump="bf16x3"), dict(base, bw=128)]
+        prep_cfgs = [base, dict(base, cump="bf16x3"), dict(base, bw=128), dict(base, intra_stages=2)]
         scan_cfgs = [
             dict(bv=bv, scan_warps=4, scan_stages=3, scan_tma=True, scan_o_tma=ot)
             for bv, ot in ((32, True), (32, False), (64, True), (64, False))
