@@ -941,7 +941,16 @@ def kda_fwd(q, k, v, g, beta, scale, initial_state=None, output_final_state=Fals
 
 def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=False, cu_seqlens=None,
                 **cfg):  # fmt: skip
-    """kda_fwd with explicit tuning knobs (keys of CONFIG)."""
+    """kda_fwd with explicit tuning knobs (keys of CONFIG; pad_small: see _padded)."""
+    pad = cfg.pop("pad_small", None)
+    if pad or (pad is None and q.is_cuda):
+        if scale is None:
+            scale = q.shape[-1] ** -0.5
+        padded = _padded(q, k, v, g, beta, initial_state, cu_seqlens)
+        if padded is not None:
+            (q2, k2, v2, g2, b2, h2, cu2), undo = padded
+            o, hT = kda_fwd_cfg(q2, k2, v2, g2, b2, scale, h2, output_final_state, cu2, pad_small=False, **cfg)
+            return undo(o, hT)
     c = dict(CONFIG, **cfg)
     prep = kda_prepare(q, k, v, g, beta, scale, cu_seqlens=cu_seqlens, **{n: c[n] for n in PREP_KEYS})
     return kda_scan(
@@ -954,6 +963,48 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
         scan_tma=c["scan_tma"],
         scan_o_tma=c["scan_o_tma"],
     )
+
+
+def _padded(q, k, v, g, beta, initial_state, cu_seqlens):
+    """Inputs widened to the shapes the GPU build is verified at, or None when already there.
+
+    On the H200 (Triton 3.6) the kernels fault or go wrong for K or V below 64 and for a single
+    chunk (T <= 64, or one chunk in all of cu_seqlens); the interpreter computes those shapes
+    right. Zero padding is exact: keys, queries and gates of 0 on the extra K columns, values
+    of 0 on the extra V columns, and extra time steps with k = beta = g = 0 (a sequence of its
+    own under cu_seqlens) leave every real output and state unchanged. Returns the padded
+    inputs and a function that cuts (o, final state) back."""
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    nchunks = triton.cdiv(T, CHUNK)
+    if cu_seqlens is not None:  # checked here, before the padding could hide a bad one
+        nchunks = int(chunk_table(cu_seqlens, B, T, "cpu")[1][-1])
+        cu = torch.as_tensor(cu_seqlens).to("cpu", torch.int64)
+    Kp, Vp, extra = max(K, 64), max(V, 64), (CHUNK if nchunks < 2 else 0)
+    if (Kp, Vp, extra) == (K, V, 0):
+        return None
+
+    def pad(x, last, rows):
+        return torch.nn.functional.pad(x, (0, last - x.shape[-1], *(0, 0) * (x.dim() - 3), 0, rows))
+
+    q2, k2, g2 = (pad(x, Kp, extra) for x in (q, k, g))
+    v2 = pad(v, Vp, extra)
+    b2 = torch.nn.functional.pad(beta, (0, 0, 0, extra))
+    h2, cu2 = initial_state, cu_seqlens
+    if initial_state is not None:
+        h2 = torch.nn.functional.pad(initial_state, (0, Vp - V, 0, Kp - K))
+    if cu_seqlens is not None and extra:
+        cu2 = torch.cat([cu, torch.tensor([T + extra])]).to(torch.as_tensor(cu_seqlens).device)
+        if h2 is not None:  # the extra sequence starts from zero
+            h2 = torch.cat([h2, h2.new_zeros(1, *h2.shape[1:])])
+
+    def undo(o, hT):
+        o = o[:, :T, :, :V]
+        if hT is not None:
+            hT = hT[: hT.shape[0] - (1 if cu_seqlens is not None and extra else 0), :, :K, :V]
+        return o.contiguous(), None if hT is None else hT.contiguous()
+
+    return (q2, k2, v2, g2, b2, h2, cu2), undo
 
 
 def kda_prepare(

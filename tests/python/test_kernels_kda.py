@@ -215,3 +215,26 @@ def test_kda_varlen_rejects_bad_cu_seqlens():
         kda_kernel.kda_fwd(q2, k2, v2, g2, beta2, 0.25, cu_seqlens=torch.tensor([0, 20]))
     with pytest.raises(ValueError, match=r"\[N, H, K, V\]"):
         kda_kernel.kda_fwd(q, k, v, g, beta, 0.25, torch.zeros(1, 1, 16, 16), cu_seqlens=torch.tensor([0, 10, 40]))
+
+
+@pytest.mark.parametrize(
+    "B,T,H,K,V,lens",
+    [(2, 37, 1, 16, 32, None), (1, 100, 2, 32, 16, None), (1, 50, 1, 16, 16, [20, 0, 30])],
+)
+def test_kda_padding_to_the_verified_gpu_shapes_is_exact(B, T, H, K, V, lens):
+    """The GPU path widens K, V below 64 and a single chunk with zeros (_padded); the same
+    padding, forced here, gives the reference's answer and the unpadded shapes back."""
+    q, k, v, g, beta = _inputs(B, T, H, K, V, seed=B + T)
+    N = len(lens) if lens else B
+    h0 = torch.randn(N, H, K, V, generator=torch.Generator().manual_seed(6)).to(DEV)
+    cu = None if lens is None else torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()]).to(DEV)
+    o, hT = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, None, h0, True, cu, pad_small=True)
+    assert o.shape == (B, T, H, V) and hT.shape == (N, H, K, V)
+    bounds = [(b, 0, T) for b in range(B)] if lens is None else [(0, int(cu[n]), int(cu[n + 1])) for n in range(N)]
+    for n, (b, lo, hi) in enumerate(bounds):
+        if lo == hi:
+            assert torch.equal(hT[n], h0[n])
+            continue
+        part = [x[b : b + 1, lo:hi] for x in (q, k, v, g, beta)]
+        ro, rh = _reference(*part, K**-0.5, h0[n : n + 1])
+        assert _rel(o[b : b + 1, lo:hi], ro) <= TOL and _rel(hT[n : n + 1], rh) <= TOL
