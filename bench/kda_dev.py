@@ -7,6 +7,7 @@ kernels alone, and the fraction of the byte floor. FLA's chunk_kda (safe-gate pa
 same process where it is importable and asked for (--fla), as the baseline only.
 
     python3 bench/kda_dev.py [--shapes all|headline] [--fla headline|all|none] [--json FILE]
+    python3 bench/kda_dev.py --varlen      # cu_seqlens against each sequence alone
 """
 
 import argparse
@@ -168,12 +169,49 @@ def fla_headline(kk, args):
     json.dump(row, open(args.json.replace(".json", "_fla.json"), "w"), indent=1)
 
 
+def eager_ms(fn, reps=20):
+    """Median ms of eager calls (no graph: a cu_seqlens call synchronises to build its table)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ts = []
+    for _ in range(reps):
+        flush_l2()
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        ts.append(start.elapsed_time(end))
+    return sorted(ts)[reps // 2]
+
+
+def check_varlen(kk, lens=(1000, 1, 64, 3000, 37, 2048, 1107, 100), H=32, D=128):
+    """cu_seqlens on the GPU: ragged sequences (a single row, one chunk exactly, ragged ends)
+    packed along T, each against a call on it alone, and the packed call's eager time."""
+    lens = list(lens)
+    T = sum(lens)
+    q, k, v, g, beta = inputs(1, T, H, D, seed=7)
+    cu = torch.tensor([0, *itertools.accumulate(lens)], device=q.device, dtype=torch.int32)
+    h0 = torch.randn(len(lens), H, D, D, device=q.device) * 0.1
+    o, hT = kk.kda_fwd(q, k, v, g, beta, D**-0.5, h0, True, cu_seqlens=cu)
+    worst_o = worst_s = 0.0
+    for n in range(len(lens)):
+        a, b = int(cu[n]), int(cu[n + 1])
+        part = [x[:, a:b] for x in (q, k, v, g, beta)]
+        o1, h1 = kk.kda_fwd(*part, D**-0.5, h0[n : n + 1], True)
+        worst_o = max(worst_o, rel(o[:, a:b], o1))
+        worst_s = max(worst_s, rel(hT[n : n + 1], h1))
+    ms = eager_ms(lambda: kk.kda_fwd(q, k, v, g, beta, D**-0.5, cu_seqlens=cu)) if q.is_cuda else None
+    print(json.dumps(dict(varlen_lens=lens, H=H, D=D, worst_rel_o_vs_alone=worst_o,
+                          worst_rel_state_vs_alone=worst_s, finite=bool(torch.isfinite(o).all()),
+                          eager_ms_median=ms)))  # fmt: skip
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile-one", default=None)
     ap.add_argument("--no-precompile", action="store_true")
     ap.add_argument("--fla-only", action="store_true", help="ours vs FLA at the first shape")
     ap.add_argument("--profile-once", action="store_true", help="one call, for ncu")
+    ap.add_argument("--varlen", action="store_true", help="cu_seqlens against each sequence alone")
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--fla", default="none")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "kda.json"))
@@ -189,6 +227,9 @@ def main():
         return
     if args.fla_only:
         fla_headline(kk, args)
+        return
+    if args.varlen:
+        check_varlen(kk)
         return
     if args.profile_once:
         # one call at the first shape, for a profiler: ncu -k regex:_kda python3 ... --profile-once
