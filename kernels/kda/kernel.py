@@ -1,4 +1,5 @@
-"""KDA (Kimi Delta Attention) forward in Triton: chunked form, chunk C = 64, three kernels.
+"""KDA (Kimi Delta Attention) forward in Triton: chunked form, chunk C = 64, two kernels (three with
+fuse="none").
 
 Notation per head and chunk of C = 64 steps, rows i = 0..63, G_i = sum_{s<=i} g_s (cumulated in the
 chunk), Gamma_i = exp(G_i), S0 the state entering the chunk:
@@ -24,6 +25,9 @@ safe-gate path assumes g >= -5). The four sub-chunks are one batched product [4,
 sub-chunk's 16x16 diagonal block of A, (I + D_I)^-1, and A is written with those inverses in place.
 Its tiles come and go through TMA tensor descriptors (per-element pointers under the interpreter).
 
+By default (knob fuse="inplace") kernel 1 goes on with the solve of kernel 2 itself, in
+registers, so that A and kb never reach memory; fuse="none" writes them for `_kda_solve`.
+
 Kernel 2 (`_kda_solve`) reads A and computes Z = T - I exactly with matrix products only: with D
 the 16x16 diagonal blocks of A and N the rest, I + A = (I + D)(I + M), M = (I + D)^-1 N,
 D^16 = 0 and M^4 = 0, so (I + D)^-1 = (I - D)(I + D^2)(I + D^4)(I + D^8) (done by kernel 1 by
@@ -32,6 +36,9 @@ u = beta v + Z (beta v).
 
 impl="dense" (`_kda_prep_dense`) and impl="blocks" (`_kda_prep`) are the earlier one-kernel preps
 with the same outputs (they hold A in registers through the solve: 255 registers, slower).
+
+With cu_seqlens (FLA's variable-length form) every kernel takes its rows from a chunk table and
+the scan runs one program per (V block, head, sequence).
 
 Kernel 3 (`_kda_scan`, one program per (V block, head)) carries S (K x BV, float32) through the
 chunks in order and writes o; it is the only sequential part. Splitting V into blocks gives
