@@ -950,6 +950,8 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
                 **cfg):  # fmt: skip
     """kda_fwd with explicit tuning knobs (keys of CONFIG; pad_small: see _padded)."""
     pad = cfg.pop("pad_small", None)
+    if cu_seqlens is not None:  # to the host once: the chunk table is built there
+        cu_seqlens = torch.as_tensor(cu_seqlens).detach().cpu()
     if pad or (pad is None and q.is_cuda):
         if scale is None:
             scale = q.shape[-1] ** -0.5
@@ -1001,7 +1003,7 @@ def _padded(q, k, v, g, beta, initial_state, cu_seqlens):
     if initial_state is not None:
         h2 = torch.nn.functional.pad(initial_state, (0, Vp - V, 0, Kp - K))
     if cu_seqlens is not None and extra:
-        cu2 = torch.cat([cu, torch.tensor([T + extra])]).to(torch.as_tensor(cu_seqlens).device)
+        cu2 = torch.cat([cu, torch.tensor([T + extra])])
         if h2 is not None:  # the extra sequence starts from zero
             h2 = torch.cat([h2, h2.new_zeros(1, *h2.shape[1:])])
 
@@ -1066,16 +1068,19 @@ def kda_prepare(
         if fuse not in FUSE:
             raise ValueError(f"kda_fwd: fuse must be one of {sorted(FUSE)}, got {fuse!r}")
         fz = FUSE[fuse] if diag_inv else 0  # the fused solve starts from the diagonal inverses
-        kb = {0: None, 1: qg, 3: w}.get(fz)  # (unused with fz 1)
-        kb = torch.empty_like(qg) if kb is None else kb
-        a32 = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.float32) if fz == 0 else qg
+        unused = torch.empty(1, device=dev, dtype=torch.float32)  # a pointer the kernel never touches
+        if fz == 3:
+            kb = w  # parked in w's buffer, which w then overwrites
+        else:
+            kb = unused if fz == 1 else torch.empty_like(qg)
+        a32 = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.float32) if fz == 0 else unused
         use_tma = tma and not interp and batch and tma_applies(q, k, g, v)
         if use_tma:
             bws = bk if fz == 1 else bw  # the fused solve's w slices
             descs = (
                 *(_desc(x.view(B, T, H * K), [1, 64, bk]) for x in (q, k, g)),
-                *(_desc(x.view(BH * TP, K), [64, bk]) for x in (qg, kd, kb)),
-                # (the fused solve writes no A: the descriptor slot is filled, never used)
+                # (without A or kb buffers their descriptor slots are filled, never used)
+                *(_desc(x.view(BH * TP, K), [64, bk]) for x in (qg, kd, qg if fz == 1 else kb)),
                 *(_desc(x.view(BH * TP, CHUNK), [64, CHUNK]) for x in ((a32 if fz == 0 else aqk), aqk)),
                 _desc(v.view(B, T, H * V), [1, 64, bw]),
                 _desc(w.view(BH * TP, K), [64, bws]),
