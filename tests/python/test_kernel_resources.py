@@ -1,9 +1,10 @@
 """What the compiler makes of the KDA kernels for an H200 (sm_90a), checked on any machine.
 
 The default knobs were chosen on the GPU for their occupancy: the intra kernel capped at 168
-registers runs 3 blocks of 4 warps per SM, and the scan may not spill (the intra kernel a little). A change to the
-kernels that breaks this shows here, without a GPU: bench/sass_report.py compiles them with
-Triton's own ptxas, in a process of its own (these tests run with Triton's interpreter on).
+registers runs 3 blocks of 4 warps per SM, and the scan may not spill (the intra kernel a little).
+A change to the kernels that breaks this shows here, without a GPU: bench/sass_report.py compiles
+them with Triton's own ptxas, in a process of its own (these tests run with Triton's interpreter
+on).
 """
 
 import json
