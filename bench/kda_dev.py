@@ -8,6 +8,8 @@ same process where it is importable and asked for (--fla), as the baseline only.
 
     python3 bench/kda_dev.py [--shapes all|headline] [--fla headline|all|none] [--json FILE]
     python3 bench/kda_dev.py --varlen      # cu_seqlens against each sequence alone
+    python3 bench/kda_dev.py --overlap     # whole calls with the scan overlapped or not
+    python3 bench/kda_dev.py --whole '{"bk32": {"bk": 32}}'   # whole calls, CONFIG with knobs set
 """
 
 import argparse
@@ -127,6 +129,7 @@ def scan_args(cfg):
         scan_stages=cfg["scan_stages"],
         scan_tma=cfg.get("scan_tma", False),
         scan_o_tma=cfg.get("scan_o_tma", True),
+        scan_fb=cfg.get("scan_fb", 128),
     )
 
 
@@ -205,6 +208,43 @@ def check_varlen(kk, lens=(1000, 1, 64, 3000, 37, 2048, 1107, 100), H=32, D=128)
                           eager_ms_median=ms)))  # fmt: skip
 
 
+def compare_whole(kk, ref, shapes, variants):
+    """Whole calls (prep and scan together, as the evaluator times them) of CONFIG with each
+    variant's knobs: the error against the recurrence with an initial and a final state, then
+    the graph-replay time, cold L2. For knobs whose effect only shows in a whole call (overlap)."""
+    rows = []
+    for si, (B, T, H, D) in enumerate(shapes):
+        q, k, v, g, beta = inputs(B, T, H, D, seed=si)
+        scale = D**-0.5
+        h0 = torch.randn(B, H, D, D, device="cuda") * 0.1
+        ro, rh = ref.kda_reference(q, k, v, g, beta, scale, h0, True)
+        for name, var in variants:
+            cfg = dict(kk.CONFIG, **var)
+            o, hT = kk.kda_fwd_cfg(q, k, v, g, beta, scale, h0, True, **cfg)
+            err_o, err_s = rel(o, ro), rel(hT, rh)
+            ms = time_graph(lambda cfg=cfg: kk.kda_fwd_cfg(q, k, v, g, beta, scale, **cfg), reps=50)
+            row = dict(B=B, T=T, H=H, variant=name, ms=ms, err_o=err_o, err_state=err_s,
+                       speedup_vs_recorded=FLA_SAFE_MS[(B, T, H)] / ms)  # fmt: skip
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    print("| B | T | H | variant | ms | err o | err state | FLA safe ms (rec) | speed-up |")
+    print("|" + "---|" * 9)
+    for r in rows:
+        print(f"| {r['B']} | {r['T']} | {r['H']} | {r['variant']} | {r['ms']:.4f} | {r['err_o']:.2e} "
+              f"| {r['err_state']:.2e} | {FLA_SAFE_MS[(r['B'], r['T'], r['H'])]:.3f} "
+              f"| {r['speedup_vs_recorded']:.2f}x |")  # fmt: skip
+    return rows
+
+
+OVERLAP_VARIANTS = [
+    ("serial, head order", dict(overlap="none", cmajor=False)),
+    ("launch, head order", dict(overlap="launch", cmajor=False)),
+    ("launch, chunk order", dict(overlap="launch", cmajor=True)),
+    ("chunks, chunk order", dict(overlap="chunks", cmajor=True)),
+    ("chunks, chunk order, scan 2 stages", dict(overlap="chunks", cmajor=True, scan_stages=2)),
+]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile-one", default=None)
@@ -212,6 +252,8 @@ def main():
     ap.add_argument("--fla-only", action="store_true", help="ours vs FLA at the first shape")
     ap.add_argument("--profile-once", action="store_true", help="one call, for ncu")
     ap.add_argument("--varlen", action="store_true", help="cu_seqlens against each sequence alone")
+    ap.add_argument("--overlap", action="store_true", help="whole calls: the scan overlapped or not")
+    ap.add_argument("--whole", default=None, help='whole calls of CONFIG with each knob set: JSON {"name": {...}}')
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--fla", default="none")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "kda.json"))
@@ -239,6 +281,11 @@ def main():
         torch.cuda.synchronize()
         return
     ref = load("kda_reference", "kernels/kda/reference.py")
+    if args.overlap or args.whole:
+        variants = list(json.loads(args.whole).items()) if args.whole else OVERLAP_VARIANTS
+        rows = compare_whole(kk, ref, SHAPES if args.shapes == "all" else SHAPES[:1], variants)
+        json.dump(rows, open(args.json, "w"), indent=1)
+        return
     print(f"GPU {torch.cuda.get_device_name()}  torch {torch.__version__}", flush=True)
     import triton
 

@@ -48,6 +48,7 @@ B * H * V / BV programs, enough to fill the 132 SMs of an H200 at B = 1.
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 CHUNK = 64
@@ -470,16 +471,56 @@ def _chunk_rows(c, ctab, T, VARLEN: tl.constexpr):
     return t0, tend
 
 
+# The hand-off from the prep to the scan when they overlap (knob overlap): the prep's program
+# for (head, chunk) sets flags[head, chunk] once its outputs are in memory, and the scan runs
+# each stretch of chunks whose flags are set as one software-pipelined loop.
+@triton.jit
+def _publish(flag, INTERP: tl.constexpr):
+    """Set flag once this program's stores are visible at GPU scope: the tensor-descriptor
+    stores completed (bulk wait), ordered with the generic ones (proxy fence), every thread's
+    stores fenced before the block barrier, then a release store of 1."""
+    if not INTERP:
+        tl.inline_asm_elementwise(
+            "cp.async.bulk.wait_group 0;\n\tfence.proxy.async.global;\n\tfence.acq_rel.gpu; // $0",
+            "=r", [], dtype=tl.int32, is_pure=False, pack=1,
+        )  # fmt: skip
+    tl.debug_barrier()
+    tl.atomic_xchg(flag, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def _ready_end(flags, c, c_hi, FB: tl.constexpr, INTERP: tl.constexpr):
+    """The end e > c of the run of published chunks c .. e - 1 (at most FB of them), waiting
+    until chunk c is published; the loads of those chunks may follow (acquire and proxy fence:
+    the tiles are read through tensor descriptors)."""
+    fb = tl.arange(0, FB)
+    e = c
+    f = tl.load(flags + c + fb, mask=c + fb < c_hi, other=1, volatile=True)
+    e = tl.minimum(c + tl.min(tl.where(f == 0, fb, FB)), c_hi)
+    while e == c:
+        if not INTERP:  # back off, leaving the issue slots to the prep's programs on this SM
+            tl.inline_asm_elementwise("nanosleep.u32 256; // $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+        f = tl.load(flags + c + fb, mask=c + fb < c_hi, other=1, volatile=True)
+        e = tl.minimum(c + tl.min(tl.where(f == 0, fb, FB)), c_hi)
+    if not INTERP:
+        tl.inline_asm_elementwise(
+            "fence.acq_rel.gpu;\n\tfence.proxy.async.global; // $0", "=r", [], dtype=tl.int32,
+            is_pure=False, pack=1,
+        )  # fmt: skip
+    return e
+
+
 @triton.jit
 def _kda_intra(
     q, k, g, beta, v, ctab,
-    qg_out, kd_out, kb_out, a_out, aqk_out, gc_out, w_out, u_out, lcu,
+    qg_out, kd_out, kb_out, a_out, aqk_out, gc_out, w_out, u_out, lcu, flags,
     QD, KD, GD, QGD, KDD, KBD, AD, AQD, VD, WD, UD,
     scale, T, H, NT, TP,
     K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BW: tl.constexpr, PREC: tl.constexpr,
     BATCH: tl.constexpr, LCMEM: tl.constexpr, CUMP: tl.constexpr, G63SUB: tl.constexpr,
     TMA: tl.constexpr, DIAGINV: tl.constexpr, SPREC: tl.constexpr, WPREC: tl.constexpr,
-    FUSE: tl.constexpr, VARLEN: tl.constexpr, INTERP: tl.constexpr,
+    FUSE: tl.constexpr, VARLEN: tl.constexpr, OVERLAP: tl.constexpr, CMAJOR: tl.constexpr,
+    INTERP: tl.constexpr,
 ):  # fmt: skip
     """Split prep, kernel 1 of 2, one program per (chunk, head): the cumulative gates, the
     elementwise outputs qg = scale q e^G, kd = k e^(G_63 - G), kb = beta k e^G (bf16) and
@@ -503,9 +544,16 @@ def _kda_intra(
     FUSE (with BATCH and DIAGINV) does the solve here as well, so that A and kb never go to
     memory and back: 1 recomputes kb = beta k e^G slice by slice after Z is known (k and g read
     again, from L2), 2 stores kb by pointers and reads it back after a block barrier, 3 does the
-    same with kb in w's own buffer (w written over it), so that kb never reaches memory."""
-    c = tl.program_id(0)
-    bh = tl.program_id(1)
+    same with kb in w's own buffer (w written over it), so that kb never reaches memory.
+
+    CMAJOR: the grid is (head, chunk), so that programs start in chunk order (the scan's order).
+    OVERLAP (OVERLAP_MODES): 1 and 2 let the scan launch while this kernel runs (programmatic
+    dependent launch); with 2 each program also publishes its chunk in flags once all its stores
+    are done (_publish)."""
+    c = tl.program_id(1 if CMAJOR else 0)
+    bh = tl.program_id(0 if CMAJOR else 1)
+    if OVERLAP > 0 and not INTERP:
+        gdc_launch_dependents()
     b = bh // H
     h = bh % H
     p0 = c * 64  # the chunk's rows in the padded buffers
@@ -661,6 +709,8 @@ def _kda_intra(
                 UD.store([bh * TP + p0, vs], x.to(tl.bfloat16))
             else:
                 _put(u_out + o_row * V + vs, p0, V, x, 64, BW, INTERP)
+    if OVERLAP == 2:
+        _publish(flags + bh * NT + c, INTERP)
 
 
 @triton.jit
@@ -769,6 +819,46 @@ def _kda_solve(
 
 
 @triton.jit
+def _scan_chunk(S, c, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o, WD, QGD, KDD, AQD, UD, OD,
+                H, NT, K: tl.constexpr, V: tl.constexpr, BV: tl.constexpr, TMA: tl.constexpr,
+                O_TMA: tl.constexpr, VARLEN: tl.constexpr, INTERP: tl.constexpr):  # fmt: skip
+    """One chunk of the scan: o for the chunk's rows, and the state S carried past it."""
+    rc = tl.arange(0, 64)
+    rk = tl.arange(0, K)
+    rv = iv * BV + tl.arange(0, BV)
+    base = bh.to(tl.int64) * TP
+    if TMA:
+        row0 = bh * TP + c * 64
+        w_c = WD.load([row0, 0])
+        q_c = QGD.load([row0, 0])
+        k_c = KDD.load([row0, 0])
+        a_c = AQD.load([row0, 0])
+        u_c = UD.load([row0, iv * BV]).to(tl.float32)
+    else:
+        rows = base + c * 64 + rc
+        w_c = _bf(tl.load(w + rows[:, None] * K + rk[None, :]), INTERP)
+        q_c = _bf(tl.load(qg + rows[:, None] * K + rk[None, :]), INTERP)
+        k_c = _bf(tl.load(kd + rows[:, None] * K + rk[None, :]), INTERP)
+        a_c = _bf(tl.load(aqk + rows[:, None] * 64 + rc[None, :]), INTERP)
+        u_c = tl.load(u + rows[:, None] * V + rv[None, :]).to(tl.float32)
+    g_c = tl.load(gc + (bh.to(tl.int64) * NT + c) * K + rk)
+
+    sb = _bf(S, INTERP)
+    ub = _bf(u_c - tl.dot(w_c, sb), INTERP)
+    out = tl.dot(q_c, sb)
+    out = tl.dot(a_c, ub, out)
+    if TMA and O_TMA and not VARLEN:
+        OD.store([b, c * 64, h * V + iv * BV], tl.reshape(out.to(o.dtype.element_ty), [1, 64, BV]))
+    else:
+        t0, tend = _chunk_rows(c, ctab, T, VARLEN)
+        t = t0 + rc
+        op = o + ((b * T + t).to(tl.int64) * H + h)[:, None] * V + rv[None, :]
+        tl.store(op, _rtne(out, INTERP).to(o.dtype.element_ty), mask=(t < tend)[:, None])
+    S = S * g_c[:, None] + tl.dot(tl.trans(k_c), ub)
+    return S
+
+
+@triton.jit
 def _kda_scan(
     qg,
     kd,
@@ -787,6 +877,7 @@ def _kda_scan(
     AQD,
     UD,
     OD,
+    flags,
     T,
     H,
     NT,
@@ -799,6 +890,8 @@ def _kda_scan(
     TMA: tl.constexpr,
     O_TMA: tl.constexpr,
     VARLEN: tl.constexpr,
+    OVERLAP: tl.constexpr,
+    FB: tl.constexpr,
     INTERP: tl.constexpr,
 ):
     """The sequential scan, one program per (V block, head): S (K x BV) through the chunks.
@@ -806,15 +899,15 @@ def _kda_scan(
     [B, T, H * V], rows past T clipped); O_TMA False stores o from registers by pointers instead
     (no shared-memory staging and block barrier per chunk). VARLEN: program (V block, head,
     sequence) runs over its sequence's chunks cseq[n] .. cseq[n + 1] - 1, with its own initial
-    and final state; o by pointers, masked at the sequence's end."""
+    and final state; o by pointers, masked at the sequence's end. OVERLAP (OVERLAP_MODES):
+    launched while the prep still runs; 1 waits for all of it to finish (griddepcontrol.wait)
+    before the first load, 2 takes the chunks in runs of at most FB published ones (_ready_end)."""
     iv = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
     h = bh % H
-    rc = tl.arange(0, 64)
     rk = tl.arange(0, K)
     rv = iv * BV + tl.arange(0, BV)
-    base = bh.to(tl.int64) * TP
     if VARLEN:
         n = tl.program_id(2)
         c_lo = tl.load(cseq + n)
@@ -829,36 +922,21 @@ def _kda_scan(
         S = tl.load(h0 + sidx * K * V + rk[:, None] * V + rv[None, :])
     else:
         S = tl.zeros([K, BV], tl.float32)
+    if OVERLAP == 1 and not INTERP:
+        gdc_wait()
 
-    for c in range(c_lo, c_hi):
-        if TMA:
-            row0 = bh * TP + c * 64
-            w_c = WD.load([row0, 0])
-            q_c = QGD.load([row0, 0])
-            k_c = KDD.load([row0, 0])
-            a_c = AQD.load([row0, 0])
-            u_c = UD.load([row0, iv * BV]).to(tl.float32)
-        else:
-            rows = base + c * 64 + rc
-            w_c = _bf(tl.load(w + rows[:, None] * K + rk[None, :]), INTERP)
-            q_c = _bf(tl.load(qg + rows[:, None] * K + rk[None, :]), INTERP)
-            k_c = _bf(tl.load(kd + rows[:, None] * K + rk[None, :]), INTERP)
-            a_c = _bf(tl.load(aqk + rows[:, None] * 64 + rc[None, :]), INTERP)
-            u_c = tl.load(u + rows[:, None] * V + rv[None, :]).to(tl.float32)
-        g_c = tl.load(gc + (bh.to(tl.int64) * NT + c) * K + rk)
-
-        sb = _bf(S, INTERP)
-        ub = _bf(u_c - tl.dot(w_c, sb), INTERP)
-        out = tl.dot(q_c, sb)
-        out = tl.dot(a_c, ub, out)
-        if TMA and O_TMA and not VARLEN:
-            OD.store([b, c * 64, h * V + iv * BV], tl.reshape(out.to(o.dtype.element_ty), [1, 64, BV]))
-        else:
-            t0, tend = _chunk_rows(c, ctab, T, VARLEN)
-            t = t0 + rc
-            op = o + ((b * T + t).to(tl.int64) * H + h)[:, None] * V + rv[None, :]
-            tl.store(op, _rtne(out, INTERP).to(o.dtype.element_ty), mask=(t < tend)[:, None])
-        S = S * g_c[:, None] + tl.dot(tl.trans(k_c), ub)
+    if OVERLAP == 2:  # chunk by chunk as the prep publishes them
+        c = c_lo + 0 * bh
+        while c < c_hi:
+            e = _ready_end(flags + bh * NT, c, c_hi, FB, INTERP)
+            for cc in range(c, e):
+                S = _scan_chunk(S, cc, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o,
+                                WD, QGD, KDD, AQD, UD, OD, H, NT, K, V, BV, TMA, O_TMA, VARLEN, INTERP)  # fmt: skip
+            c = e
+    else:
+        for c in range(c_lo, c_hi):
+            S = _scan_chunk(S, c, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o,
+                            WD, QGD, KDD, AQD, UD, OD, H, NT, K, V, BV, TMA, O_TMA, VARLEN, INTERP)  # fmt: skip
 
     if STORE_HT:
         tl.store(hT + sidx * K * V + rk[:, None] * V + rv[None, :], S)
@@ -870,16 +948,21 @@ CONFIG = dict(
     impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
     intra_nreg=168, intra_stages=3, lcmem=False, cump="bf16x2", solve_warps=4, solve_nreg=128, bw=64,
     g63sub=True, tma=True, diag_inv=True, fuse="inplace", bv=None, scan_warps=4, scan_stages=3,
-    scan_tma=True, scan_o_tma=True,
+    scan_tma=True, scan_o_tma=True, cmajor=False, overlap="none", scan_fb=128,
 )  # fmt: skip
 
 # fuse: the solve in the intra kernel (kb recomputed or read back) instead of its own kernel
 FUSE = {"none": 0, "recompute": 1, "reload": 2, "inplace": 3}
 
+# overlap: the scan launched before the prep ends (programmatic dependent launch), then waiting
+# for all of it (launch) or for each chunk's flag (chunks)
+OVERLAP_MODES = {"none": 0, "launch": 1, "chunks": 2}
+
 # The knobs of the prep stage (kda_prepare's arguments)
 PREP_KEYS = (
     "impl", "prec", "wprec", "sprec", "prep_warps", "bk", "batch", "intra_nreg", "intra_stages",
     "lcmem", "cump", "solve_warps", "solve_nreg", "bw", "g63sub", "tma", "diag_inv", "fuse",
+    "cmajor", "overlap",
 )  # fmt: skip
 
 # The values a search may try for each knob of CONFIG.
@@ -907,6 +990,9 @@ KNOBS = {
     "scan_o_tma": [True, False],  # the scan's output stored through a descriptor or by pointers
     "diag_inv": [True, False],  # the 16 x 16 diagonal inverses in the intra kernel or the solve
     "fuse": ["none", "recompute", "reload", "inplace"],  # the solve in its own kernel or in the intra kernel
+    "cmajor": [True, False],  # the prep's programs in chunk order (all heads of a chunk) or head order
+    "overlap": ["none", "launch", "chunks"],  # the scan launched while the prep runs (fused prep only)
+    "scan_fb": [128, 256],  # the most chunks the overlapped scan takes as one pipelined run
 }
 
 
@@ -950,6 +1036,7 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
                 **cfg):  # fmt: skip
     """kda_fwd with explicit tuning knobs (keys of CONFIG; pad_small: see _padded)."""
     pad = cfg.pop("pad_small", None)
+    _check_shapes(q, k, v, g, beta)
     if cu_seqlens is not None:  # to the host once: the chunk table is built there
         cu_seqlens = torch.as_tensor(cu_seqlens).detach().cpu()
     if pad or (pad is None and q.is_cuda):
@@ -961,6 +1048,8 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
             o, hT = kda_fwd_cfg(q2, k2, v2, g2, b2, scale, h2, output_final_state, cu2, pad_small=False, **cfg)
             return undo(o, hT)
     c = dict(CONFIG, **cfg)
+    if initial_state is not None:  # converted before the prep: an overlapped scan starts early
+        initial_state = initial_state.float().contiguous()
     prep = kda_prepare(q, k, v, g, beta, scale, cu_seqlens=cu_seqlens, **{n: c[n] for n in PREP_KEYS})
     return kda_scan(
         prep,
@@ -971,7 +1060,21 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
         scan_stages=c["scan_stages"],
         scan_tma=c["scan_tma"],
         scan_o_tma=c["scan_o_tma"],
+        scan_fb=c["scan_fb"],
     )
+
+
+def _check_shapes(q, k, v, g, beta):
+    """A clear error for inputs of the wrong shapes (before any padding could hide them)."""
+    if q.dim() != 4 or k.shape != q.shape or g.shape != q.shape or v.dim() != 4 or v.shape[:3] != q.shape[:3]:
+        raise ValueError(
+            f"kda_fwd: shape mismatch q{tuple(q.shape)} k{tuple(k.shape)} v{tuple(v.shape)} g{tuple(g.shape)}"
+        )
+    if beta.shape != q.shape[:3]:
+        raise ValueError(f"kda_fwd: beta must be [B, T, H], got {tuple(beta.shape)}")
+    for name, d in (("K", q.shape[-1]), ("V", v.shape[-1])):
+        if d < 16 or d & (d - 1):
+            raise ValueError(f"kda_fwd: {name} = {d} must be a power of two >= 16")
 
 
 def _padded(q, k, v, g, beta, initial_state, cu_seqlens):
@@ -1020,21 +1123,16 @@ def kda_prepare(
     q, k, v, g, beta, scale, prec="bf16", wprec="bf16", prep_warps=4, bk=16, impl="split",
     sprec="bf16", batch=True, intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3",
     solve_warps=4, solve_nreg=128, bw=64, g63sub=True, tma=True, diag_inv=True, fuse="none",
-    cu_seqlens=None, only=None,
+    cmajor=False, overlap="none", cu_seqlens=None, only=None,
 ):  # fmt: skip
     """The chunk-parallel part (one or two kernels). Returns the buffers the scan reads, as a
-    dict. only="intra" runs the first of the two split kernels alone (for timing it)."""
+    dict. only="intra" runs the first of the two split kernels alone (for timing it). overlap
+    (OVERLAP_MODES; with a fused solve, one prep kernel) lets kda_scan launch before the prep
+    ends; with "chunks" the prep's programs publish their chunks in a zeroed flag per (head,
+    chunk)."""
+    _check_shapes(q, k, v, g, beta)
     B, T, H, K = q.shape
     V = v.shape[-1]
-    if k.shape != q.shape or g.shape != q.shape or v.shape[:3] != q.shape[:3]:
-        raise ValueError(
-            f"kda_fwd: shape mismatch q{tuple(q.shape)} k{tuple(k.shape)} v{tuple(v.shape)} g{tuple(g.shape)}"
-        )
-    if beta.shape != q.shape[:3]:
-        raise ValueError(f"kda_fwd: beta must be [B, T, H], got {tuple(beta.shape)}")
-    for name, d in (("K", K), ("V", V)):
-        if d < 16 or d & (d - 1):
-            raise ValueError(f"kda_fwd: {name} = {d} must be a power of two >= 16")
     if scale is None:
         scale = K**-0.5
     bk = min(bk, K, V)
@@ -1074,6 +1172,10 @@ def kda_prepare(
         else:
             kb = unused if fz == 1 else torch.empty_like(qg)
         a32 = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.float32) if fz == 0 else unused
+        if overlap not in OVERLAP_MODES:
+            raise ValueError(f"kda_fwd: overlap must be one of {sorted(OVERLAP_MODES)}, got {overlap!r}")
+        ov = OVERLAP_MODES[overlap] if fz and only is None else 0
+        flags = torch.zeros(BH * NT, device=dev, dtype=torch.int32) if ov == 2 else unused
         use_tma = tma and not interp and batch and tma_applies(q, k, g, v)
         if use_tma:
             bws = bk if fz == 1 else bw  # the fused solve's w slices
@@ -1088,16 +1190,18 @@ def kda_prepare(
             )
         else:
             descs = (q,) * 11  # unused
-        _kda_intra[(NT, BH)](
-            q, k, g, beta, v, ctab, qg, kd, kb, a32, aqk, gc, w, u, _cum_matrices(dev), *descs,
+        _kda_intra[(BH, NT) if cmajor else (NT, BH)](
+            q, k, g, beta, v, ctab, qg, kd, kb, a32, aqk, gc, w, u, _cum_matrices(dev), flags, *descs,
             float(scale), T, H, NT, TP,
             K=K, V=V, BK=bk, BW=bw, PREC=prec, BATCH=batch, LCMEM=lcmem, CUMP=cump,
             G63SUB=g63sub, TMA=use_tma, DIAGINV=diag_inv, SPREC=sprec, WPREC=wprec, FUSE=fz,
-            VARLEN=varlen, INTERP=interp, num_warps=prep_warps, num_stages=intra_stages,
-            maxnreg=intra_nreg or None,
+            VARLEN=varlen, OVERLAP=ov, CMAJOR=cmajor, INTERP=interp, num_warps=prep_warps,
+            num_stages=intra_stages, maxnreg=intra_nreg or None,
         )  # fmt: skip
         if only == "intra" or fz:
-            return None if only == "intra" else _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq)
+            if only == "intra":
+                return None
+            return _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq, ov, flags)
         _kda_solve[(NT, BH)](
             v, beta, kb, a32, w, u, ctab, T, H, TP,
             K=K, V=V, BW=bw, SPREC=sprec, WPREC=wprec, DIAGINV=diag_inv, VARLEN=varlen, INTERP=interp,
@@ -1118,11 +1222,12 @@ def kda_prepare(
     return _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq)
 
 
-def _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq):
-    """The buffers the scan reads, with the shape facts it needs (cseq None: no cu_seqlens)."""
+def _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq, overlap=0, flags=None):
+    """The buffers the scan reads, with the shape facts it needs (cseq None: no cu_seqlens;
+    overlap 0: the prep has finished when the scan starts, else OVERLAP_MODES' number)."""
     B, T, H, K = q.shape
     return dict(
-        qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc, ctab=ctab, cseq=cseq,
+        qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc, ctab=ctab, cseq=cseq, overlap=overlap, flags=flags,
         shape=(B, T, H, K, u.shape[-1]), dtype=q.dtype, interp=interp,
     )  # fmt: skip
 
@@ -1132,7 +1237,7 @@ def chunk_table(cu_seqlens, B, T, dev):
     cseq [N + 1] int32 (sequence n's chunks are cseq[n] .. cseq[n + 1] - 1). Without: two
     one-element placeholders and None."""
     if cu_seqlens is None:
-        return torch.zeros(2, device=dev, dtype=torch.int32), None
+        return torch.empty(2, device=dev, dtype=torch.int32), None  # never read
     cu = torch.as_tensor(cu_seqlens).detach()
     if cu.dim() != 1 or cu.numel() < 2 or cu.dtype.is_floating_point or cu.dtype == torch.bool:
         raise ValueError(f"kda_fwd: cu_seqlens must be a 1-D integer tensor [N + 1], got {cu.dtype} {tuple(cu.shape)}")
@@ -1153,8 +1258,10 @@ def chunk_table(cu_seqlens, B, T, dev):
 
 
 def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_warps=4,
-             scan_stages=2, scan_tma=False, scan_o_tma=True):  # fmt: skip
-    """Kernel 3: the sequential scan over chunks; returns (o, final state or None)."""
+             scan_stages=2, scan_tma=False, scan_o_tma=True, scan_fb=128):  # fmt: skip
+    """Kernel 3: the sequential scan over chunks; returns (o, final state or None). After a prep
+    with overlap, the scan is a programmatic dependent launch: it may start while the prep's last
+    programs run, and waits for the whole prep or for each chunk's flag (prep["flags"])."""
     B, T, H, K, V = prep["shape"]
     NT = prep["gc"].shape[1]
     TP = NT * CHUNK
@@ -1189,11 +1296,16 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
     else:
         descs = (o,) * 6  # unused
     grid = (V // bv, BH, NS) if varlen else (V // bv, BH)
+    ov = p.get("overlap", 0)
+    if ov == 2 and (scan_fb < 1 or scan_fb & (scan_fb - 1)):
+        raise ValueError(f"kda_fwd: scan_fb must be a power of two, got {scan_fb}")
+    # (the interpreter runs the prep to its end first; on the GPU the launch may overlap it)
+    pdl = {"launch_pdl": True} if ov and not p["interp"] else {}
     _kda_scan[grid](
         p["qg"], p["kd"], p["w"], p["u"], p["aqk"], p["gc"], h0, o, hT, p["ctab"],
-        cseq if varlen else p["ctab"], *descs, T, H, NT, TP,
+        cseq if varlen else p["ctab"], *descs, p["flags"] if ov == 2 else dummy, T, H, NT, TP,
         K=K, V=V, BV=bv, HAS_H0=initial_state is not None, STORE_HT=output_final_state,
-        TMA=use_tma, O_TMA=scan_o_tma, VARLEN=varlen, INTERP=p["interp"], num_warps=scan_warps,
-        num_stages=scan_stages,
+        TMA=use_tma, O_TMA=scan_o_tma, VARLEN=varlen, OVERLAP=ov, FB=scan_fb,
+        INTERP=p["interp"], num_warps=scan_warps, num_stages=scan_stages, **pdl,
     )  # fmt: skip
     return o, (hT if output_final_state else None)

@@ -94,6 +94,10 @@ def test_kda_matches_recurrence_within_tolerance(B, T, H, K, V, with_h0):
         dict(fuse="recompute", wprec="tf32"),
         dict(fuse="none", cump="bf16x2"),
         dict(scan_o_tma=False),
+        dict(overlap="none", cmajor=False),
+        dict(overlap="launch", cmajor=False),
+        dict(overlap="chunks", scan_fb=1),  # the overlapped scan in runs of one chunk
+        dict(overlap="chunks", scan_fb=2, cmajor=False),
     ],
 )
 def test_kda_prep_variants_match_recurrence(cfg):
@@ -182,6 +186,8 @@ def test_tma_is_used_only_on_aligned_gpu_tensors():
         ([37, 64, 100, 1], dict()),  # ragged, one exactly a chunk, one of a single row
         ([70, 0, 130], dict(fuse="none")),  # an empty sequence; the solve in its own kernel
         ([130, 5], dict(fuse="recompute", scan_o_tma=False)),
+        ([100, 3, 200], dict(overlap="chunks", scan_fb=2)),  # runs cut inside and across sequences
+        ([100, 3, 200], dict(overlap="none", cmajor=False)),
     ],
 )
 def test_kda_varlen_equals_each_sequence_alone(lens, cfg):
