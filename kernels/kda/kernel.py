@@ -489,19 +489,23 @@ def _publish(flag, INTERP: tl.constexpr):
 
 
 @triton.jit
+def _first_unpublished(flags, c, c_hi, FB: tl.constexpr):
+    """The first chunk in c .. min(c + FB, c_hi) - 1 whose flag is not set, else the range's end."""
+    fb = tl.arange(0, FB)
+    f = tl.load(flags + c + fb, mask=c + fb < c_hi, other=1, volatile=True)
+    return tl.minimum(c + tl.min(tl.where(f == 0, fb, FB)), c_hi)
+
+
+@triton.jit
 def _ready_end(flags, c, c_hi, FB: tl.constexpr, INTERP: tl.constexpr):
     """The end e > c of the run of published chunks c .. e - 1 (at most FB of them), waiting
     until chunk c is published; the loads of those chunks may follow (acquire and proxy fence:
     the tiles are read through tensor descriptors)."""
-    fb = tl.arange(0, FB)
-    e = c
-    f = tl.load(flags + c + fb, mask=c + fb < c_hi, other=1, volatile=True)
-    e = tl.minimum(c + tl.min(tl.where(f == 0, fb, FB)), c_hi)
+    e = _first_unpublished(flags, c, c_hi, FB)
     while e == c:
         if not INTERP:  # back off, leaving the issue slots to the prep's programs on this SM
             tl.inline_asm_elementwise("nanosleep.u32 256; // $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
-        f = tl.load(flags + c + fb, mask=c + fb < c_hi, other=1, volatile=True)
-        e = tl.minimum(c + tl.min(tl.where(f == 0, fb, FB)), c_hi)
+        e = _first_unpublished(flags, c, c_hi, FB)
     if not INTERP:
         tl.inline_asm_elementwise(
             "fence.acq_rel.gpu;\n\tfence.proxy.async.global; // $0", "=r", [], dtype=tl.int32,
@@ -926,7 +930,7 @@ def _kda_scan(
         gdc_wait()
 
     if OVERLAP == 2:  # chunk by chunk as the prep publishes them
-        c = c_lo + 0 * bh
+        c = c_lo + 0 * bh  # a tensor from the start: the while loop carries it
         while c < c_hi:
             e = _ready_end(flags + bh * NT, c, c_hi, FB, INTERP)
             for cc in range(c, e):
