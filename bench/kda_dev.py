@@ -130,6 +130,7 @@ def scan_args(cfg):
         scan_tma=cfg.get("scan_tma", False),
         scan_o_tma=cfg.get("scan_o_tma", True),
         scan_fb=cfg.get("scan_fb", 128),
+        scan_t=cfg.get("scan_t", False),
     )
 
 

@@ -5,6 +5,7 @@ opcodes. Triton's own ptxas and cuobjdump do the work, so the numbers match what
     python3 bench/sass_report.py                       # every kernel at its default knobs
     python3 bench/sass_report.py intra '{"maxnreg": 0}' scan '{"BV": 64}'
     python3 bench/sass_report.py --dump intra /tmp/intra.sass
+    python3 bench/sass_report.py --dump scan '{"BV": 64}' /tmp/scan64.sass
     python3 bench/sass_report.py --json scan           # one JSON object a kernel
 
 Each kernel name may be followed by a JSON object of overrides: constexpr arguments by name (BK,
@@ -123,6 +124,7 @@ def _kda_specs(kk) -> dict:
                 VARLEN=False,
                 OVERLAP=kk.OVERLAP_MODES[c["overlap"]],
                 FB=c["scan_fb"],
+                TRANS=c["scan_t"],
                 INTERP=False,
             ),
             dict(num_warps=c["scan_warps"], num_stages=c["scan_stages"], maxnreg=0),
@@ -183,9 +185,10 @@ def main(argv: list[str]) -> int:
     if as_json:
         argv = argv[1:]
     if argv[:1] == ["--dump"]:
-        if len(argv) != 3:
-            raise SystemExit("usage: sass_report.py --dump KERNEL FILE")
-        pathlib.Path(argv[2]).write_text(_cuobjdump(compile_kernel(argv[1]), "-sass"))
+        if len(argv) not in (3, 4):
+            raise SystemExit("usage: sass_report.py --dump KERNEL [OVERRIDES] FILE")
+        ov = json.loads(argv[2]) if len(argv) == 4 else {}
+        pathlib.Path(argv[-1]).write_text(_cuobjdump(compile_kernel(argv[1], ov), "-sass"))
         return 0
     jobs, i = [], 0
     names = list(specs())

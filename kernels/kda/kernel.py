@@ -825,8 +825,11 @@ def _kda_solve(
 @triton.jit
 def _scan_chunk(S, c, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o, WD, QGD, KDD, AQD, UD, OD,
                 H, NT, K: tl.constexpr, V: tl.constexpr, BV: tl.constexpr, TMA: tl.constexpr,
-                O_TMA: tl.constexpr, VARLEN: tl.constexpr, INTERP: tl.constexpr):  # fmt: skip
-    """One chunk of the scan: o for the chunk's rows, and the state S carried past it."""
+                O_TMA: tl.constexpr, VARLEN: tl.constexpr, TRANS: tl.constexpr,
+                INTERP: tl.constexpr):  # fmt: skip
+    """One chunk of the scan: o for the chunk's rows, and the state S carried past it (S^T with
+    TRANS: the products then take the state and U as their register operand, w, qg, Aqk and kd
+    from shared memory, so nothing of the chain goes through shared memory)."""
     rc = tl.arange(0, 64)
     rk = tl.arange(0, K)
     rv = iv * BV + tl.arange(0, BV)
@@ -847,10 +850,17 @@ def _scan_chunk(S, c, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o, WD, Q
         u_c = tl.load(u + rows[:, None] * V + rv[None, :]).to(tl.float32)
     g_c = tl.load(gc + (bh.to(tl.int64) * NT + c) * K + rk)
 
-    sb = _bf(S, INTERP)
-    ub = _bf(u_c - tl.dot(w_c, sb), INTERP)
-    out = tl.dot(q_c, sb)
-    out = tl.dot(a_c, ub, out)
+    if TRANS:  # S held as S^T [BV, K]: the state and U are register operands, never in shared memory
+        sb = _bf(S, INTERP)
+        ub = _bf(tl.trans(u_c) - tl.dot(sb, tl.trans(w_c)), INTERP)
+        S = S * g_c[None, :] + tl.dot(ub, k_c)
+        out = tl.dot(sb, tl.trans(q_c))
+        out = tl.trans(tl.dot(ub, tl.trans(a_c), out))
+    else:
+        sb = _bf(S, INTERP)
+        ub = _bf(u_c - tl.dot(w_c, sb), INTERP)
+        out = tl.dot(q_c, sb)
+        out = tl.dot(a_c, ub, out)
     if TMA and O_TMA and not VARLEN:
         OD.store([b, c * 64, h * V + iv * BV], tl.reshape(out.to(o.dtype.element_ty), [1, 64, BV]))
     else:
@@ -858,7 +868,8 @@ def _scan_chunk(S, c, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o, WD, Q
         t = t0 + rc
         op = o + ((b * T + t).to(tl.int64) * H + h)[:, None] * V + rv[None, :]
         tl.store(op, _rtne(out, INTERP).to(o.dtype.element_ty), mask=(t < tend)[:, None])
-    S = S * g_c[:, None] + tl.dot(tl.trans(k_c), ub)
+    if not TRANS:
+        S = S * g_c[:, None] + tl.dot(tl.trans(k_c), ub)
     return S
 
 
@@ -896,6 +907,7 @@ def _kda_scan(
     VARLEN: tl.constexpr,
     OVERLAP: tl.constexpr,
     FB: tl.constexpr,
+    TRANS: tl.constexpr,
     INTERP: tl.constexpr,
 ):
     """The sequential scan, one program per (V block, head): S (K x BV) through the chunks.
@@ -922,8 +934,14 @@ def _kda_scan(
         c_hi = NT
         sidx = bh.to(tl.int64)
 
+    if TRANS:
+        s_off = sidx * K * V + rk[None, :] * V + rv[:, None]  # S^T [BV, K]
+    else:
+        s_off = sidx * K * V + rk[:, None] * V + rv[None, :]
     if HAS_H0:
-        S = tl.load(h0 + sidx * K * V + rk[:, None] * V + rv[None, :])
+        S = tl.load(h0 + s_off)
+    elif TRANS:
+        S = tl.zeros([BV, K], tl.float32)
     else:
         S = tl.zeros([K, BV], tl.float32)
     if OVERLAP == 1 and not INTERP:
@@ -935,15 +953,15 @@ def _kda_scan(
             e = _ready_end(flags + bh * NT, c, c_hi, FB, INTERP)
             for cc in range(c, e):
                 S = _scan_chunk(S, cc, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o,
-                                WD, QGD, KDD, AQD, UD, OD, H, NT, K, V, BV, TMA, O_TMA, VARLEN, INTERP)  # fmt: skip
+                                WD, QGD, KDD, AQD, UD, OD, H, NT, K, V, BV, TMA, O_TMA, VARLEN, TRANS, INTERP)  # fmt: skip
             c = e
     else:
         for c in range(c_lo, c_hi):
             S = _scan_chunk(S, c, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o,
-                            WD, QGD, KDD, AQD, UD, OD, H, NT, K, V, BV, TMA, O_TMA, VARLEN, INTERP)  # fmt: skip
+                            WD, QGD, KDD, AQD, UD, OD, H, NT, K, V, BV, TMA, O_TMA, VARLEN, TRANS, INTERP)  # fmt: skip
 
     if STORE_HT:
-        tl.store(hT + sidx * K * V + rk[:, None] * V + rv[None, :], S)
+        tl.store(hT + s_off, S)
 
 
 # Tuning knobs (measured on an H200, see docs/kernels.md); bv None picks by the number of programs.
@@ -952,7 +970,7 @@ CONFIG = dict(
     impl="split", prec="bf16", wprec="bf16", sprec="bf16", prep_warps=4, bk=16, batch=True,
     intra_nreg=168, intra_stages=3, lcmem=False, cump="bf16x2", solve_warps=4, solve_nreg=128, bw=64,
     g63sub=True, tma=True, diag_inv=True, fuse="inplace", bv=None, scan_warps=4, scan_stages=3,
-    scan_tma=True, scan_o_tma=True, cmajor=False, overlap="none", scan_fb=128,
+    scan_tma=True, scan_o_tma=True, cmajor=False, overlap="none", scan_fb=128, scan_t=False,
 )  # fmt: skip
 
 # fuse: the solve in the intra kernel (kb recomputed or read back) instead of its own kernel
@@ -997,6 +1015,7 @@ KNOBS = {
     "cmajor": [True, False],  # the prep's programs in chunk order (all heads of a chunk) or head order
     "overlap": ["none", "launch", "chunks"],  # the scan launched while the prep runs (fused prep only)
     "scan_fb": [128, 256],  # the most chunks the overlapped scan takes as one pipelined run
+    "scan_t": [False, True],  # the scan carries S^T: state and U as register operands of the products
 }
 
 
@@ -1065,6 +1084,7 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
         scan_tma=c["scan_tma"],
         scan_o_tma=c["scan_o_tma"],
         scan_fb=c["scan_fb"],
+        scan_t=c["scan_t"],
     )
 
 
@@ -1262,7 +1282,7 @@ def chunk_table(cu_seqlens, B, T, dev):
 
 
 def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_warps=4,
-             scan_stages=2, scan_tma=False, scan_o_tma=True, scan_fb=128):  # fmt: skip
+             scan_stages=2, scan_tma=False, scan_o_tma=True, scan_fb=128, scan_t=False):  # fmt: skip
     """Kernel 3: the sequential scan over chunks; returns (o, final state or None). After a prep
     with overlap, the scan is a programmatic dependent launch: it may start while the prep's last
     programs run, and waits for the whole prep or for each chunk's flag (prep["flags"])."""
@@ -1310,6 +1330,6 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
         cseq if varlen else p["ctab"], *descs, p["flags"] if ov == 2 else dummy, T, H, NT, TP,
         K=K, V=V, BV=bv, HAS_H0=initial_state is not None, STORE_HT=output_final_state,
         TMA=use_tma, O_TMA=scan_o_tma, VARLEN=varlen, OVERLAP=ov, FB=scan_fb,
-        INTERP=p["interp"], num_warps=scan_warps, num_stages=scan_stages, **pdl,
+        TRANS=scan_t, INTERP=p["interp"], num_warps=scan_warps, num_stages=scan_stages, **pdl,
     )  # fmt: skip
     return o, (hT if output_final_state else None)
