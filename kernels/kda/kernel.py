@@ -517,14 +517,14 @@ def _ready_end(flags, c, c_hi, FB: tl.constexpr, INTERP: tl.constexpr):
 @triton.jit
 def _kda_intra(
     q, k, g, beta, v, ctab,
-    qg_out, kd_out, kb_out, a_out, aqk_out, gc_out, w_out, u_out, oi_out, lcu, flags,
-    QD, KD, GD, QGD, KDD, KBD, AD, AQD, VD, WD, UD, OID,
+    qg_out, kd_out, kb_out, a_out, aqk_out, gc_out, w_out, u_out, lcu, flags,
+    QD, KD, GD, QGD, KDD, KBD, AD, AQD, VD, WD, UD,
     scale, T, H, NT, TP,
     K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BW: tl.constexpr, PREC: tl.constexpr,
     BATCH: tl.constexpr, LCMEM: tl.constexpr, CUMP: tl.constexpr, G63SUB: tl.constexpr,
     TMA: tl.constexpr, DIAGINV: tl.constexpr, SPREC: tl.constexpr, WPREC: tl.constexpr,
     FUSE: tl.constexpr, VARLEN: tl.constexpr, OVERLAP: tl.constexpr, CMAJOR: tl.constexpr,
-    QFOLD: tl.constexpr, INTERP: tl.constexpr,
+    INTERP: tl.constexpr,
 ):  # fmt: skip
     """Split prep, kernel 1 of 2, one program per (chunk, head): the cumulative gates, the
     elementwise outputs qg = scale q e^G, kd = k e^(G_63 - G), kb = beta k e^G (bf16) and
@@ -550,10 +550,6 @@ def _kda_intra(
     again, from L2), 2 stores kb by pointers and reads it back after a block barrier, 3 does the
     same with kb in w's own buffer (w written over it), so that kb never reaches memory.
 
-    QFOLD (with FUSE 3) takes the intra-chunk output off the scan's chain: w and
-    q' = qg - Aqk w are written as one [128, K] tile per chunk (w rows first, in qg_out = w_out),
-    and oi = Aqk u to oi_out, so that the scan computes o = q' S + oi and needs no Aqk.
-
     CMAJOR: the grid is (head, chunk), so that programs start in chunk order (the scan's order).
     OVERLAP (OVERLAP_MODES): 1 and 2 let the scan launch while this kernel runs (programmatic
     dependent launch); with 2 each program also publishes its chunk in flags once all its stores
@@ -570,14 +566,6 @@ def _kda_intra(
     k_p = k + (b * T * H + h) * K
     g_p = g + (b * T * H + h) * K
     o_row = bh.to(tl.int64) * TP
-    if QFOLD:  # the chunk's [w; q'] tile: 128 rows of the stacked buffer
-        wrow0 = (bh.to(tl.int64) * NT + c) * 128
-        qrow0 = wrow0 + 64
-        qrow_t = (bh * NT + c) * 128 + 64  # (a descriptor coordinate is 32-bit)
-    else:
-        wrow0 = o_row + p0
-        qrow0 = o_row + p0
-        qrow_t = bh * TP + p0
     r = tl.arange(0, 64)
     ri = r[:, None]
     rj = r[None, :]
@@ -624,13 +612,13 @@ def _kda_intra(
         # e^(G_63) is row 63 of e^G (rows past T have g = 0)
         tl.store(gc_p + ks + rk[None, :] + ri * 0, eG, mask=(ri == 63) & (rk[None, :] < BK))
         if TMA:
-            QGD.store([qrow_t, ks], (qs * eG).to(tl.bfloat16))
+            QGD.store([bh * TP + p0, ks], (qs * eG).to(tl.bfloat16))
         else:
-            _put(qg_out + qrow0 * K + ks, 0, K, qs * eG, 64, BK, INTERP)
+            _put(qg_out + o_row * K + ks, p0, K, qs * eG, 64, BK, INTERP)
         if TMA and FUSE == 0:
             KBD.store([bh * TP + p0, ks], (kbe * eG).to(tl.bfloat16))
         elif FUSE != 1:
-            _put(kb_out + wrow0 * K + ks, 0, K, kbe * eG, 64, BK, INTERP)
+            _put(kb_out + o_row * K + ks, p0, K, kbe * eG, 64, BK, INTERP)
         if G63SUB:
             Gd = tl.sum(tl.where(ri == 63, G, 0.0), axis=0)[None, :] - G
         else:
@@ -668,9 +656,7 @@ def _kda_intra(
     if BATCH:
         A = tl.reshape(A3, [64, 64])
         P = tl.reshape(P3, [64, 64])
-    if QFOLD:  # Aqk stays here, as the operand of q' = qg - Aqk w and oi = Aqk u
-        Pb = _bf(tl.where(rj <= ri, P, 0.0), INTERP)
-    elif TMA:
+    if TMA:
         AQD.store([bh * TP + p0, 0], tl.where(rj <= ri, P, 0.0).to(tl.bfloat16))
     else:
         _put(aqk_out + o_row * 64, p0, 64, tl.where(rj <= ri, P, 0.0), 64, 64, INTERP)
@@ -706,25 +692,15 @@ def _kda_intra(
                     _put(w_out + o_row * K + ks, p0, K, x, 64, BK, INTERP)
         else:
             # w = kb + Z kb with kb read back: this program's own stores, ordered by the barrier
-            if QFOLD and TMA and not INTERP:  # qg is read back too: its bulk stores completed
-                tl.inline_asm_elementwise(
-                    "cp.async.bulk.wait_group 0;\n\tfence.proxy.async.global; // $0",
-                    "=r", [], dtype=tl.int32, is_pure=False, pack=1,
-                )  # fmt: skip
             tl.debug_barrier()
-            rw = tl.arange(0, BW)[None, :]
             for ks in range(0, K, BW):
-                x = tl.load(kb_out + (wrow0 + ri) * K + ks + rw)
+                x = tl.load(kb_out + (o_row + p0 + ri) * K + ks + tl.arange(0, BW)[None, :])
                 x = x.to(tl.float32)
                 x = _mmx(Z, x, x, WPREC, INTERP)
                 if TMA and FUSE == 2:
                     WD.store([bh * TP + p0, ks], x.to(tl.bfloat16))
                 else:  # FUSE 3: kb_out is w_out, overwritten by the same (generic) stores
-                    _put(w_out + wrow0 * K + ks, 0, K, x, 64, BW, INTERP)
-                if QFOLD:  # q' = qg - Aqk w, over qg (w as the scan will read it, in bf16)
-                    xq = tl.load(qg_out + (qrow0 + ri) * K + ks + rw).to(tl.float32)
-                    xq = xq - tl.dot(Pb, _bf(x, INTERP))
-                    _put(qg_out + qrow0 * K + ks, 0, K, xq, 64, BW, INTERP)
+                    _put(w_out + o_row * K + ks, p0, K, x, 64, BW, INTERP)
         v_p = v + (b * T * H + h) * V
         for vs in range(0, V, BW):
             if TMA:
@@ -737,12 +713,6 @@ def _kda_intra(
                 UD.store([bh * TP + p0, vs], x.to(tl.bfloat16))
             else:
                 _put(u_out + o_row * V + vs, p0, V, x, 64, BW, INTERP)
-            if QFOLD:  # oi = Aqk u (u as the scan will read it, in bf16)
-                xo = tl.dot(Pb, _bf(x, INTERP))
-                if TMA:
-                    OID.store([bh * TP + p0, vs], xo.to(tl.bfloat16))
-                else:
-                    _put(oi_out + o_row * V + vs, p0, V, xo, 64, BW, INTERP)
     if OVERLAP == 2:
         _publish(flags + bh * NT + c, INTERP)
 
@@ -856,38 +826,27 @@ def _kda_solve(
 def _scan_chunk(S, c, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o, WD, QGD, KDD, AQD, UD, OD,
                 H, NT, K: tl.constexpr, V: tl.constexpr, BV: tl.constexpr, TMA: tl.constexpr,
                 O_TMA: tl.constexpr, VARLEN: tl.constexpr, TRANS: tl.constexpr,
-                QFOLD: tl.constexpr, INTERP: tl.constexpr):  # fmt: skip
+                INTERP: tl.constexpr):  # fmt: skip
     """One chunk of the scan: o for the chunk's rows, and the state S carried past it (S^T with
     TRANS: the products then take the state and U as their register operand, w, qg, Aqk and kd
-    from shared memory, so nothing of the chain goes through shared memory). QFOLD: w and WD are
-    the prep's stacked [w; q'] buffer (128 rows a chunk), aqk and AQD its oi = Aqk u ([TP, V] a
-    head): o = q' S + oi, off the state's chain, and [w; q'] S is one product."""
+    from shared memory, so nothing of the chain goes through shared memory)."""
     rc = tl.arange(0, 64)
     rk = tl.arange(0, K)
     rv = iv * BV + tl.arange(0, BV)
     base = bh.to(tl.int64) * TP
     if TMA:
         row0 = bh * TP + c * 64
-        if QFOLD:
-            wq_c = WD.load([(bh * NT + c) * 128, 0])
-            oi_c = AQD.load([row0, iv * BV]).to(tl.float32)
-        else:
-            w_c = WD.load([row0, 0])
-            q_c = QGD.load([row0, 0])
-            a_c = AQD.load([row0, 0])
+        w_c = WD.load([row0, 0])
+        q_c = QGD.load([row0, 0])
         k_c = KDD.load([row0, 0])
+        a_c = AQD.load([row0, 0])
         u_c = UD.load([row0, iv * BV]).to(tl.float32)
     else:
         rows = base + c * 64 + rc
-        if QFOLD:
-            r128 = (bh.to(tl.int64) * NT + c) * 128 + tl.arange(0, 128)
-            wq_c = _bf(tl.load(w + r128[:, None] * K + rk[None, :]), INTERP)
-            oi_c = tl.load(aqk + rows[:, None] * V + rv[None, :]).to(tl.float32)
-        else:
-            w_c = _bf(tl.load(w + rows[:, None] * K + rk[None, :]), INTERP)
-            q_c = _bf(tl.load(qg + rows[:, None] * K + rk[None, :]), INTERP)
-            a_c = _bf(tl.load(aqk + rows[:, None] * 64 + rc[None, :]), INTERP)
+        w_c = _bf(tl.load(w + rows[:, None] * K + rk[None, :]), INTERP)
+        q_c = _bf(tl.load(qg + rows[:, None] * K + rk[None, :]), INTERP)
         k_c = _bf(tl.load(kd + rows[:, None] * K + rk[None, :]), INTERP)
+        a_c = _bf(tl.load(aqk + rows[:, None] * 64 + rc[None, :]), INTERP)
         u_c = tl.load(u + rows[:, None] * V + rv[None, :]).to(tl.float32)
     g_c = tl.load(gc + (bh.to(tl.int64) * NT + c) * K + rk)
 
@@ -897,12 +856,6 @@ def _scan_chunk(S, c, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o, WD, Q
         S = S * g_c[None, :] + tl.dot(ub, k_c)
         out = tl.dot(sb, tl.trans(q_c))
         out = tl.trans(tl.dot(ub, tl.trans(a_c), out))
-    elif QFOLD:  # one product for w S and q' S; o needs no U
-        sb = _bf(S, INTERP)
-        ws, qs = tl.split(tl.permute(tl.reshape(tl.dot(wq_c, sb), [2, 64, BV]), (1, 2, 0)))
-        ub = _bf(u_c - ws, INTERP)
-        S = S * g_c[:, None] + tl.dot(tl.trans(k_c), ub)
-        out = qs + oi_c
     else:
         sb = _bf(S, INTERP)
         ub = _bf(u_c - tl.dot(w_c, sb), INTERP)
@@ -915,7 +868,7 @@ def _scan_chunk(S, c, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o, WD, Q
         t = t0 + rc
         op = o + ((b * T + t).to(tl.int64) * H + h)[:, None] * V + rv[None, :]
         tl.store(op, _rtne(out, INTERP).to(o.dtype.element_ty), mask=(t < tend)[:, None])
-    if not TRANS and not QFOLD:
+    if not TRANS:
         S = S * g_c[:, None] + tl.dot(tl.trans(k_c), ub)
     return S
 
@@ -955,7 +908,6 @@ def _kda_scan(
     OVERLAP: tl.constexpr,
     FB: tl.constexpr,
     TRANS: tl.constexpr,
-    QFOLD: tl.constexpr,
     INTERP: tl.constexpr,
 ):
     """The sequential scan, one program per (V block, head): S (K x BV) through the chunks.
@@ -1001,12 +953,12 @@ def _kda_scan(
             e = _ready_end(flags + bh * NT, c, c_hi, FB, INTERP)
             for cc in range(c, e):
                 S = _scan_chunk(S, cc, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o,
-                                WD, QGD, KDD, AQD, UD, OD, H, NT, K, V, BV, TMA, O_TMA, VARLEN, TRANS, QFOLD, INTERP)  # fmt: skip
+                                WD, QGD, KDD, AQD, UD, OD, H, NT, K, V, BV, TMA, O_TMA, VARLEN, TRANS, INTERP)  # fmt: skip
             c = e
     else:
         for c in range(c_lo, c_hi):
             S = _scan_chunk(S, c, b, h, bh, iv, ctab, T, TP, qg, kd, w, u, aqk, gc, o,
-                            WD, QGD, KDD, AQD, UD, OD, H, NT, K, V, BV, TMA, O_TMA, VARLEN, TRANS, QFOLD, INTERP)  # fmt: skip
+                            WD, QGD, KDD, AQD, UD, OD, H, NT, K, V, BV, TMA, O_TMA, VARLEN, TRANS, INTERP)  # fmt: skip
 
     if STORE_HT:
         tl.store(hT + s_off, S)
@@ -1019,7 +971,6 @@ CONFIG = dict(
     intra_nreg=168, intra_stages=3, lcmem=False, cump="bf16x2", solve_warps=4, solve_nreg=128, bw=64,
     g63sub=True, tma=True, diag_inv=True, fuse="inplace", bv=None, scan_warps=4, scan_stages=3,
     scan_tma=True, scan_o_tma=True, cmajor=False, overlap="none", scan_fb=128, scan_t=False,
-    qfold=False,
 )  # fmt: skip
 
 # fuse: the solve in the intra kernel (kb recomputed or read back) instead of its own kernel
@@ -1033,7 +984,7 @@ OVERLAP_MODES = {"none": 0, "launch": 1, "chunks": 2}
 PREP_KEYS = (
     "impl", "prec", "wprec", "sprec", "prep_warps", "bk", "batch", "intra_nreg", "intra_stages",
     "lcmem", "cump", "solve_warps", "solve_nreg", "bw", "g63sub", "tma", "diag_inv", "fuse",
-    "cmajor", "overlap", "qfold",
+    "cmajor", "overlap",
 )  # fmt: skip
 
 # The values a search may try for each knob of CONFIG.
@@ -1065,7 +1016,6 @@ KNOBS = {
     "overlap": ["none", "launch", "chunks"],  # the scan launched while the prep runs (fused prep only)
     "scan_fb": [128, 256],  # the most chunks the overlapped scan takes as one pipelined run
     "scan_t": [False, True],  # the scan carries S^T: state and U as register operands of the products
-    "qfold": [False, True],  # o = q' S + oi in the scan (q' = qg - Aqk w and oi = Aqk u from the prep)
 }
 
 
@@ -1197,14 +1147,13 @@ def kda_prepare(
     q, k, v, g, beta, scale, prec="bf16", wprec="bf16", prep_warps=4, bk=16, impl="split",
     sprec="bf16", batch=True, intra_nreg=0, intra_stages=3, lcmem=False, cump="bf16x3",
     solve_warps=4, solve_nreg=128, bw=64, g63sub=True, tma=True, diag_inv=True, fuse="none",
-    cmajor=False, overlap="none", qfold=False, cu_seqlens=None, only=None,
+    cmajor=False, overlap="none", cu_seqlens=None, only=None,
 ):  # fmt: skip
     """The chunk-parallel part (one or two kernels). Returns the buffers the scan reads, as a
     dict. only="intra" runs the first of the two split kernels alone (for timing it). overlap
     (OVERLAP_MODES; with a fused solve, one prep kernel) lets kda_scan launch before the prep
     ends; with "chunks" the prep's programs publish their chunks in a zeroed flag per (head,
-    chunk). qfold (with fuse="inplace"): w and q' = qg - Aqk w in one stacked buffer, and
-    oi = Aqk u, for a scan that computes o = q' S + oi."""
+    chunk)."""
     _check_shapes(q, k, v, g, beta)
     B, T, H, K = q.shape
     V = v.shape[-1]
@@ -1230,16 +1179,10 @@ def kda_prepare(
     NT = ctab.shape[0] if varlen else triton.cdiv(T, CHUNK)
     TP = NT * CHUNK
     BH = B * H
-    qfold = qfold and impl == "split" and batch and diag_inv and fuse == "inplace"
-    if qfold:  # chunk c of head bh: rows 0..63 w, 64..127 q' (one [128, K] tile for the scan)
-        w = torch.empty(BH, NT, 2 * CHUNK, K, device=dev, dtype=torch.bfloat16)
-        qg = w
-    else:
-        qg = torch.empty(BH, TP, K, device=dev, dtype=torch.bfloat16)
-        w = torch.empty_like(qg)
-    kd = torch.empty(BH, TP, K, device=dev, dtype=torch.bfloat16)
+    qg = torch.empty(BH, TP, K, device=dev, dtype=torch.bfloat16)
+    kd = torch.empty_like(qg)
+    w = torch.empty_like(qg)
     u = torch.empty(BH, TP, V, device=dev, dtype=torch.bfloat16)
-    oi = torch.empty_like(u) if qfold else None
     aqk = torch.empty(BH, TP, CHUNK, device=dev, dtype=torch.bfloat16)
     gc = torch.empty(BH, NT, K, device=dev, dtype=torch.float32)
     if impl == "split":
@@ -1263,28 +1206,26 @@ def kda_prepare(
             descs = (
                 *(_desc(x.view(B, T, H * K), [1, 64, bk]) for x in (q, k, g)),
                 # (without A or kb buffers their descriptor slots are filled, never used)
-                *(_desc(x.view(-1, K), [64, bk]) for x in (qg, kd, qg if fz == 1 else kb)),
+                *(_desc(x.view(BH * TP, K), [64, bk]) for x in (qg, kd, qg if fz == 1 else kb)),
                 *(_desc(x.view(BH * TP, CHUNK), [64, CHUNK]) for x in ((a32 if fz == 0 else aqk), aqk)),
                 _desc(v.view(B, T, H * V), [1, 64, bw]),
-                _desc(w.view(-1, K), [64, bws]),
+                _desc(w.view(BH * TP, K), [64, bws]),
                 _desc(u.view(BH * TP, V), [64, bw]),
-                _desc((oi if qfold else u).view(BH * TP, V), [64, bw]),
             )
         else:
-            descs = (q,) * 12  # unused
+            descs = (q,) * 11  # unused
         _kda_intra[(BH, NT) if cmajor else (NT, BH)](
-            q, k, g, beta, v, ctab, qg, kd, kb, a32, aqk, gc, w, u, unused if oi is None else oi,
-            _cum_matrices(dev), flags, *descs,
+            q, k, g, beta, v, ctab, qg, kd, kb, a32, aqk, gc, w, u, _cum_matrices(dev), flags, *descs,
             float(scale), T, H, NT, TP,
             K=K, V=V, BK=bk, BW=bw, PREC=prec, BATCH=batch, LCMEM=lcmem, CUMP=cump,
             G63SUB=g63sub, TMA=use_tma, DIAGINV=diag_inv, SPREC=sprec, WPREC=wprec, FUSE=fz,
-            VARLEN=varlen, OVERLAP=ov, CMAJOR=cmajor, QFOLD=qfold, INTERP=interp, num_warps=prep_warps,
+            VARLEN=varlen, OVERLAP=ov, CMAJOR=cmajor, INTERP=interp, num_warps=prep_warps,
             num_stages=intra_stages, maxnreg=intra_nreg or None,
         )  # fmt: skip
         if only == "intra" or fz:
             if only == "intra":
                 return None
-            return _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq, ov, flags, oi)
+            return _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq, ov, flags)
         _kda_solve[(NT, BH)](
             v, beta, kb, a32, w, u, ctab, T, H, TP,
             K=K, V=V, BW=bw, SPREC=sprec, WPREC=wprec, DIAGINV=diag_inv, VARLEN=varlen, INTERP=interp,
@@ -1305,14 +1246,13 @@ def kda_prepare(
     return _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq)
 
 
-def _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq, overlap=0, flags=None, oi=None):
+def _prep_out(qg, kd, w, u, aqk, gc, q, interp, ctab, cseq, overlap=0, flags=None):
     """The buffers the scan reads, with the shape facts it needs (cseq None: no cu_seqlens;
-    overlap 0: the prep has finished when the scan starts, else OVERLAP_MODES' number; oi not
-    None: the qfold form, w = qg the stacked [w; q'] buffer)."""
+    overlap 0: the prep has finished when the scan starts, else OVERLAP_MODES' number)."""
     B, T, H, K = q.shape
     return dict(
         qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc, ctab=ctab, cseq=cseq, overlap=overlap, flags=flags,
-        oi=oi, shape=(B, T, H, K, u.shape[-1]), dtype=q.dtype, interp=interp,
+        shape=(B, T, H, K, u.shape[-1]), dtype=q.dtype, interp=interp,
     )  # fmt: skip
 
 
@@ -1369,17 +1309,8 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
         what = "[N, H, K, V] with cu_seqlens" if varlen else "[B, H, K, V]"
         raise ValueError(f"kda_fwd: initial_state must be {what} = {(NS, H, K, V)}, got {tuple(h0.shape)}")
     p = prep
-    qfold = p.get("oi") is not None
     use_tma = scan_tma and not p["interp"]
-    if use_tma and qfold:  # [w; q'] as one 128-row box, oi in Aqk's slot
-        descs = (
-            *(_desc(p["w"].view(-1, K), [128, K]) for _ in range(2)),
-            _desc(p["kd"].view(BH * TP, K), [64, K]),
-            _desc(p["oi"].view(BH * TP, V), [64, bv]),
-            _desc(p["u"].view(BH * TP, V), [64, bv]),
-            _desc(o.view(B, T, H * V), [1, 64, bv]),
-        )
-    elif use_tma:
+    if use_tma:
         descs = (
             *(_desc(p[n].view(BH * TP, K), [64, K]) for n in ("w", "qg", "kd")),
             _desc(p["aqk"].view(BH * TP, CHUNK), [64, CHUNK]),
@@ -1395,11 +1326,10 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
     # (the interpreter runs the prep to its end first; on the GPU the launch may overlap it)
     pdl = {"launch_pdl": True} if ov and not p["interp"] else {}
     _kda_scan[grid](
-        p["qg"], p["kd"], p["w"], p["u"], p["oi"] if qfold else p["aqk"], p["gc"], h0, o, hT, p["ctab"],
+        p["qg"], p["kd"], p["w"], p["u"], p["aqk"], p["gc"], h0, o, hT, p["ctab"],
         cseq if varlen else p["ctab"], *descs, p["flags"] if ov == 2 else dummy, T, H, NT, TP,
         K=K, V=V, BV=bv, HAS_H0=initial_state is not None, STORE_HT=output_final_state,
         TMA=use_tma, O_TMA=scan_o_tma, VARLEN=varlen, OVERLAP=ov, FB=scan_fb,
-        TRANS=scan_t and not qfold, QFOLD=qfold, INTERP=p["interp"],
-        num_warps=scan_warps, num_stages=scan_stages, **pdl,
+        TRANS=scan_t, INTERP=p["interp"], num_warps=scan_warps, num_stages=scan_stages, **pdl,
     )  # fmt: skip
     return o, (hT if output_final_state else None)

@@ -96,8 +96,6 @@ def test_kda_matches_recurrence_within_tolerance(B, T, H, K, V, with_h0):
         dict(scan_o_tma=False),
         dict(scan_t=True),  # the scan carrying the transposed state
         dict(scan_t=True, bv=16, scan_o_tma=False),
-        dict(qfold=True),  # o = q' S + oi: q' = qg - Aqk w and oi = Aqk u from the prep
-        dict(qfold=True, bv=16, scan_o_tma=False),
         dict(overlap="none", cmajor=False),
         dict(overlap="launch", cmajor=False),
         dict(overlap="chunks", scan_fb=1),  # the overlapped scan in runs of one chunk
@@ -193,7 +191,6 @@ def test_tma_is_used_only_on_aligned_gpu_tensors():
         ([100, 3, 200], dict(overlap="chunks", scan_fb=2)),  # runs cut inside and across sequences
         ([100, 3, 200], dict(overlap="none", cmajor=False)),
         ([37, 64, 100, 1], dict(scan_t=True)),  # the transposed state, its own per sequence
-        ([37, 64, 100, 1], dict(qfold=True)),  # o = q' S + oi, the stacked [w; q'] buffer
     ],
 )
 def test_kda_varlen_equals_each_sequence_alone(lens, cfg):
