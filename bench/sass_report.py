@@ -132,8 +132,32 @@ def _kda_specs(kk) -> dict:
     }
 
 
+def _mla_specs(mk) -> dict:
+    """The MLA prefill kernel at the task's shape (D 576 = 512 + 64) and its default knobs."""
+    c = mk.PREFILL_CONFIG
+    return {
+        "prefill": (
+            mk._prefill_kernel,
+            lambda a: {"Q": "*bf16", "KV": "*bf16", "O": "*bf16", "PS": "*u8", "scale_log2": "fp32"},
+            dict(
+                BLOCK_M=c["BLOCK_M"],
+                BLOCK_N=c["BLOCK_N"],
+                BLOCK_DV=c["BLOCK_DV"],
+                DV=512,
+                D_PE=64,
+                F32_DOT=False,
+                P_MEM=c["p_mem"],
+            ),  # fmt: skip
+            dict(num_warps=c["num_warps"], num_stages=c["num_stages"], maxnreg=0),
+        ),
+    }
+
+
 def specs() -> dict:
-    return _kda_specs(_load("kda_kernel", "kernels/kda/kernel.py"))
+    return {
+        **_kda_specs(_load("kda_kernel", "kernels/kda/kernel.py")),
+        **_mla_specs(_load("mla_kernel", "kernels/mla/kernel.py")),
+    }
 
 
 def compile_kernel(name: str, overrides: dict | None = None):
