@@ -138,7 +138,7 @@ def _mla_specs(mk) -> dict:
     return {
         "prefill": (
             mk._prefill_kernel,
-            lambda a: {"Q": "*bf16", "KV": "*bf16", "O": "*bf16", "PS": "*u8", "scale_log2": "fp32"},
+            lambda a: {"Q": "*bf16", "KV": "*bf16", "O": "*bf16", "scale_log2": "fp32"},
             dict(
                 BLOCK_M=c["BLOCK_M"],
                 BLOCK_N=c["BLOCK_N"],
@@ -146,7 +146,6 @@ def _mla_specs(mk) -> dict:
                 DV=512,
                 D_PE=64,
                 F32_DOT=False,
-                P_MEM=c["p_mem"],
             ),  # fmt: skip
             dict(num_warps=c["num_warps"], num_stages=c["num_stages"], maxnreg=0),
         ),

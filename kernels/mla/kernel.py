@@ -56,7 +56,7 @@ DECODE_CONFIG = {
     "fused_merge_dv": 0,
     "trace": False,
 }
-PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2, "p_mem": False}
+PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2}
 NUM_SMS_FALLBACK = 132
 
 KNOBS = {
@@ -80,7 +80,6 @@ KNOBS = {
         "BLOCK_DV": [128, 256, 512],
         "num_warps": [4, 8],
         "num_stages": [1, 2, 3],
-        "p_mem": [False, True],
     },
 }
 
@@ -385,42 +384,10 @@ def _decode_merge_kernel(
 
 
 @triton.jit
-def _scores(q_nope, q_pe, kv_nope, kv_pe, scale_log2, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-            SPLIT: tl.constexpr, F32_DOT: tl.constexpr):  # fmt: skip
-    """scale_log2 q kv^T over the latent and rope columns. SPLIT: as two products, each scaled
-    before they are added (so that Triton does not fold the sum back into one accumulator): a
-    product whose result feeds another gets Triton's chained layout, one warpgroup per 64 rows,
-    so 64 rows over 8 warps would be computed by both warpgroups."""
-    z = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    if SPLIT:
-        s_nope = _dot(q_nope, tl.trans(kv_nope), z, F32_DOT)
-        return s_nope * scale_log2 + _dot(q_pe, tl.trans(kv_pe), z, F32_DOT) * scale_log2
-    else:
-        return _dot(q_pe, tl.trans(kv_pe), _dot(q_nope, tl.trans(kv_nope), z, F32_DOT), F32_DOT) * scale_log2
-
-
-@triton.jit
-def _via_memory(p, alpha, ps, slot, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """p [BLOCK_M, BLOCK_N] (bf16) and alpha [BLOCK_M] (float32) stored to slot 0 or 1 of the
-    program's scratch and read back after a block barrier. Two slots: a slot is written again
-    only two tiles later, after another barrier, so no thread can overwrite what another still
-    reads."""
-    r = tl.arange(0, BLOCK_M)
-    c = tl.arange(0, BLOCK_N)
-    pp = ps.to(tl.pointer_type(tl.bfloat16)) + slot * (BLOCK_M * BLOCK_N) + r[:, None] * BLOCK_N + c[None, :]
-    pa = (ps + 4 * BLOCK_M * BLOCK_N).to(tl.pointer_type(tl.float32)) + slot * BLOCK_M + r
-    tl.store(pp, p)
-    tl.store(pa, alpha)
-    tl.debug_barrier()
-    return tl.load(pp), tl.load(pa)
-
-
-@triton.jit
 def _prefill_kernel(
     Q,
     KV,
     O,
-    PS,
     scale_log2,
     M,
     Skv,
@@ -439,12 +406,7 @@ def _prefill_kernel(
     DV: tl.constexpr,
     D_PE: tl.constexpr,
     F32_DOT: tl.constexpr,
-    P_MEM: tl.constexpr,
 ):
-    """Program (output column tile, row block, batch). P_MEM: the probabilities and the rescale
-    factors go to the program's scratch PS and back (_via_memory), so that Triton does not see
-    the score product feed the value product: it then splits the scores' columns over the two
-    warpgroups instead of making both compute the whole tile (its layout for chained products)."""
     pid_d = tl.program_id(0)
     # heaviest row blocks (the end of the sequence) first
     pid_m = num_m_blocks - 1 - tl.program_id(1)
@@ -471,30 +433,26 @@ def _prefill_kernel(
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
     kv_base = KV + b * stride_kb
-    # this program's scratch (bytes): two slots of p (bf16), then two of alpha (float32)
-    ps = PS + ((b * num_m_blocks + tl.program_id(1)) * tl.num_programs(0) + pid_d).to(tl.int64) * (
-        4 * BLOCK_M * (BLOCK_N + 2)
-    )
 
     for n0 in range(0, full_end, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
         k_ptr = kv_base + cols[:, None] * stride_kn
         kv_nope = tl.load(k_ptr + offs_v[None, :])
         kv_pe = tl.load(k_ptr + offs_pe[None, :])
-        s = _scores(q_nope, q_pe, kv_nope, kv_pe, scale_log2, BLOCK_M, BLOCK_N, P_MEM, F32_DOT)
+        s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        s = _dot(q_nope, tl.trans(kv_nope), s, F32_DOT)
+        s = _dot(q_pe, tl.trans(kv_pe), s, F32_DOT)
+        s = s * scale_log2
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
         if BLOCK_DV == DV:
             v = kv_nope
         else:
             v = tl.load(k_ptr + offs_o[None, :])
-        p = p.to(v.dtype)
-        if P_MEM:
-            p, alpha = _via_memory(p, alpha, ps, (n0 // BLOCK_N) % 2, BLOCK_M, BLOCK_N)
-        acc = acc * alpha[:, None]
-        acc = _dot(p, v, acc, F32_DOT)
+        acc = _dot(p.to(v.dtype), v, acc, F32_DOT)
         m_i = m_new
 
     for n0 in range(full_end, end, BLOCK_N):
@@ -503,21 +461,21 @@ def _prefill_kernel(
         k_ptr = kv_base + cols[:, None] * stride_kn
         kv_nope = tl.load(k_ptr + offs_v[None, :], mask=col_ok[:, None], other=0.0)
         kv_pe = tl.load(k_ptr + offs_pe[None, :], mask=col_ok[:, None], other=0.0)
-        s = _scores(q_nope, q_pe, kv_nope, kv_pe, scale_log2, BLOCK_M, BLOCK_N, P_MEM, F32_DOT)
+        s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        s = _dot(q_nope, tl.trans(kv_nope), s, F32_DOT)
+        s = _dot(q_pe, tl.trans(kv_pe), s, F32_DOT)
+        s = s * scale_log2
         s = tl.where(cols[None, :] <= limit[:, None], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
         if BLOCK_DV == DV:
             v = kv_nope
         else:
             v = tl.load(k_ptr + offs_o[None, :], mask=col_ok[:, None], other=0.0)
-        p = p.to(v.dtype)
-        if P_MEM:
-            p, alpha = _via_memory(p, alpha, ps, (n0 // BLOCK_N) % 2, BLOCK_M, BLOCK_N)
-        acc = acc * alpha[:, None]
-        acc = _dot(p, v, acc, F32_DOT)
+        acc = _dot(p.to(v.dtype), v, acc, F32_DOT)
         m_i = m_new
 
     out = acc * (1.0 / l_i)[:, None]
@@ -723,15 +681,10 @@ def prefill_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = N
     o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
     q2 = q.view(B, M, dv + d_pe)
     o2 = o.view(B, M, dv)
-    grid = (dv // block_dv, m_blocks, B)
-    # per program: two slots of p (bf16) and of alpha (float32), as bytes
-    n_ps = grid[0] * m_blocks * B * 4 * BLOCK_M * (BLOCK_N + 2) if cfg["p_mem"] else 1
-    ps = torch.empty(n_ps, device=q.device, dtype=torch.uint8)
-    _prefill_kernel[grid](
+    _prefill_kernel[(dv // block_dv, m_blocks, B)](
         q2,
         kv,
         o2,
-        ps,
         scale * LOG2E,
         M,
         Skv,
@@ -750,7 +703,6 @@ def prefill_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = N
         DV=dv,
         D_PE=d_pe,
         F32_DOT=_interpreting(),
-        P_MEM=cfg["p_mem"],
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
     )

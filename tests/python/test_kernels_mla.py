@@ -126,9 +126,6 @@ def test_decode_refuses_bad_profiling_and_merge_knobs():
         (1, 37, 2, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 512}),
         (2, 21, 4, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 256}),
         (1, 19, 3, {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_DV": 128}),
-        # probabilities through the scratch, tiles of both parities, a masked diagonal
-        (1, 37, 2, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 512, "p_mem": True}),
-        (2, 21, 4, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 256, "p_mem": True}),
     ],
 )
 def test_prefill_matches_float32_reference(B, S, H, cfg, scale):
