@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +65,17 @@ def rows_for(task: str, name: str, res: dict) -> list[str]:
     return rows
 
 
+def _git_commit() -> str:
+    """HEAD's short hash, with "-dirty" when the working tree differs from it."""
+    try:
+        git = ["git", "-C", str(REPO)]
+        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    except OSError:
+        return "unknown"
+    return (head or "unknown") + ("-dirty" if dirty.stdout.strip() else "")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tasks", default="mla,mla-prefill,kda")
@@ -72,12 +84,8 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--candidates", default="all", choices=["all", "ours", "starter"])
     args = p.parse_args()
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-        ).stdout.strip()
-    except OSError:
-        commit = "unknown"
+    # MARATHON_COMMIT names the tree when the .git beside it may be stale (a copy sent to a GPU machine)
+    commit = os.environ.get("MARATHON_COMMIT") or _git_commit()
     results, device, ceil = {}, None, None
     lines = [HEADER, "|" + "---|" * (HEADER.count("|") - 1)]
     print(HEADER, flush=True)
