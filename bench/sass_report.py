@@ -1,11 +1,13 @@
 """Compile the kernels for an H100/H200 (sm_90a) on any machine, no GPU needed, and report what the
 compiler made of them: registers, stack (spills), shared memory, SASS instructions, the most common
-opcodes. Triton's own ptxas and cuobjdump do the work, so the numbers match what the GPU loads.
+opcodes. Kernels: the KDA intra, solve and scan kernels, and the MLA prefill. Triton's own ptxas
+and cuobjdump do the work, so the numbers match what the GPU loads.
 
     python3 bench/sass_report.py                       # every kernel at its default knobs
     python3 bench/sass_report.py intra '{"maxnreg": 0}' scan '{"BV": 64}'
     python3 bench/sass_report.py --dump intra /tmp/intra.sass
     python3 bench/sass_report.py --dump scan '{"BV": 64}' /tmp/scan64.sass
+    python3 bench/sass_report.py --dump prefill /tmp/prefill.sass
     python3 bench/sass_report.py --json scan           # one JSON object a kernel
 
 Each kernel name may be followed by a JSON object of overrides: constexpr arguments by name (BK,

@@ -1,7 +1,9 @@
-"""What the compiler makes of the KDA kernels for an H200 (sm_90a), checked on any machine.
+"""What the compiler makes of the KDA kernels and the MLA prefill for an H200 (sm_90a), checked on
+any machine.
 
 The default knobs were chosen on the GPU for their occupancy: the intra kernel capped at 168
-registers runs 3 blocks of 4 warps per SM, and the scan may not spill (the intra kernel a little).
+registers runs 3 blocks of 4 warps per SM, and the scan may not spill (the intra kernel a little);
+the MLA prefill holds q and two kv stages (221 KB) in one block of 8 warps per SM.
 A change to the kernels that breaks this shows here, without a GPU: bench/sass_report.py compiles
 them with Triton's own ptxas, in a process of its own (these tests run with Triton's interpreter
 on).
@@ -35,8 +37,8 @@ def defaults():
     return {r["kernel"]: r for r in rows}
 
 
-@pytest.mark.parametrize("name,blocks_per_sm", [("intra", 3), ("solve", 4), ("scan", 1)])
-def test_kda_kernels_fit_their_occupancy(defaults, name, blocks_per_sm):
+@pytest.mark.parametrize("name,blocks_per_sm", [("intra", 3), ("solve", 4), ("scan", 1), ("prefill", 1)])
+def test_kernels_fit_their_occupancy(defaults, name, blocks_per_sm):
     r = defaults[name]
     assert r["registers"] * 32 * r["num_warps"] * blocks_per_sm <= REGS_PER_SM, r
     assert r["shared"] * blocks_per_sm <= 227 * 1024, r
