@@ -131,6 +131,7 @@ def scan_args(cfg):
         scan_o_tma=cfg.get("scan_o_tma", True),
         scan_fb=cfg.get("scan_fb", 128),
         scan_t=cfg.get("scan_t", False),
+        scan_impl=cfg.get("scan_impl", "tl"),
     )
 
 

@@ -1,7 +1,7 @@
 """Compile the kernels for an H100/H200 (sm_90a) on any machine, no GPU needed, and report what the
 compiler made of them: registers, stack (spills), shared memory, SASS instructions, the most common
-opcodes. Kernels: the KDA intra, solve and scan kernels, and the MLA prefill. Triton's own ptxas
-and cuobjdump do the work, so the numbers match what the GPU loads.
+opcodes. Kernels: the KDA intra, solve and scan kernels, the KDA scan in Gluon (scan_gl), and the
+MLA prefill. Triton's own ptxas and cuobjdump do the work, so the numbers match what the GPU loads.
 
     python3 bench/sass_report.py                       # every kernel at its default knobs
     python3 bench/sass_report.py intra '{"maxnreg": 0}' scan '{"BV": 64}'
@@ -134,6 +134,32 @@ def _kda_specs(kk) -> dict:
     }
 
 
+def _gluon_desc(shape) -> str:
+    """The signature type of a Gluon tensor descriptor over bf16 with the default shared layout."""
+    from triton.experimental.gluon import language as gl
+
+    layout = gl.NVMMASharedLayout.get_default_for(shape, gl.bfloat16)
+    return f"tensordesc<bf16[{shape[0]},{shape[1]}],{layout!r}>"
+
+
+def _kda_gluon_specs(sg, c) -> dict:
+    """The Gluon scan (kernels/kda/scan_gluon.py) at the task shape, BV 32 and 3 stages."""
+    return {
+        "scan_gl": (
+            sg._kda_scan_gl,
+            lambda a: {
+                **{n: _gluon_desc([64, 128]) for n in ("WD", "QD", "KD")},
+                "AD": _gluon_desc([64, 64]),
+                "UD": _gluon_desc([64, a["BV"]]),
+                **dict.fromkeys(("gc", "h0", "hT"), "*fp32"),
+                "o": "*bf16",
+            },
+            dict(K=128, V=128, BV=c["bv"] or 32, STAGES=c["scan_stages"], HAS_H0=False, STORE_HT=False),
+            dict(num_warps=4, maxnreg=0),
+        ),
+    }
+
+
 def _mla_specs(mk) -> dict:
     """The MLA prefill kernel at the task's shape (D 576 = 512 + 64) and its default knobs."""
     c = mk.PREFILL_CONFIG
@@ -155,8 +181,10 @@ def _mla_specs(mk) -> dict:
 
 
 def specs() -> dict:
+    kk = _load("kda_kernel", "kernels/kda/kernel.py")
     return {
-        **_kda_specs(_load("kda_kernel", "kernels/kda/kernel.py")),
+        **_kda_specs(kk),
+        **_kda_gluon_specs(_load("kda_scan_gluon", "kernels/kda/scan_gluon.py"), kk.CONFIG),
         **_mla_specs(_load("mla_kernel", "kernels/mla/kernel.py")),
     }
 
@@ -175,7 +203,11 @@ def compile_kernel(name: str, overrides: dict | None = None):
     attrs = {
         (i,): [["tt.divisibility", 16]] for i, n in enumerate(fn.arg_names) if sig[n].startswith("*") or sig[n] == "i32"
     }
-    src = ASTSource(fn=fn, signature=sig, constexprs={n: consts[n] for n in fn.arg_names if n in consts}, attrs=attrs)
+    if fn.is_gluon():
+        from triton.experimental.gluon._runtime import GluonASTSource as Source
+    else:
+        Source = ASTSource
+    src = Source(fn=fn, signature=sig, constexprs={n: consts[n] for n in fn.arg_names if n in consts}, attrs=attrs)
     if not opts.get("maxnreg"):
         opts.pop("maxnreg", None)
     return triton.compile(src, target=TARGET, options=opts)

@@ -971,6 +971,7 @@ CONFIG = dict(
     intra_nreg=168, intra_stages=3, lcmem=False, cump="bf16x2", solve_warps=4, solve_nreg=128, bw=64,
     g63sub=True, tma=True, diag_inv=True, fuse="inplace", bv=None, scan_warps=4, scan_stages=3,
     scan_tma=True, scan_o_tma=True, cmajor=False, overlap="none", scan_fb=128, scan_t=False,
+    scan_impl="tl",
 )  # fmt: skip
 
 # fuse: the solve in the intra kernel (kb recomputed or read back) instead of its own kernel
@@ -1016,7 +1017,25 @@ KNOBS = {
     "overlap": ["none", "launch", "chunks"],  # the scan launched while the prep runs (fused prep only)
     "scan_fb": [128, 256],  # the most chunks the overlapped scan takes as one pipelined run
     "scan_t": [False, True],  # the scan carries S^T: state and U as register operands of the products
+    "scan_impl": ["tl", "gluon"],  # the scan in Triton's tl, or in Gluon (scan_gluon.py; dense batches on Hopper)
 }
+
+
+def _scan_gluon():
+    """kernels/kda/scan_gluon.py, loaded from beside this file (kernel.py is loaded by path)."""
+    if "scan_gluon" not in _MODULES:
+        import importlib.util
+        import pathlib
+
+        path = pathlib.Path(__file__).with_name("scan_gluon.py")
+        spec = importlib.util.spec_from_file_location("kda_scan_gluon", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _MODULES["scan_gluon"] = mod
+    return _MODULES["scan_gluon"]
+
+
+_MODULES = {}
 
 
 def _desc(x, block):
@@ -1085,6 +1104,7 @@ def kda_fwd_cfg(q, k, v, g, beta, scale, initial_state=None, output_final_state=
         scan_o_tma=c["scan_o_tma"],
         scan_fb=c["scan_fb"],
         scan_t=c["scan_t"],
+        scan_impl=c["scan_impl"],
     )
 
 
@@ -1282,7 +1302,7 @@ def chunk_table(cu_seqlens, B, T, dev):
 
 
 def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_warps=4,
-             scan_stages=2, scan_tma=False, scan_o_tma=True, scan_fb=128, scan_t=False):  # fmt: skip
+             scan_stages=2, scan_tma=False, scan_o_tma=True, scan_fb=128, scan_t=False, scan_impl="tl"):  # fmt: skip
     """Kernel 3: the sequential scan over chunks; returns (o, final state or None). After a prep
     with overlap, the scan is a programmatic dependent launch: it may start while the prep's last
     programs run, and waits for the whole prep or for each chunk's flag (prep["flags"])."""
@@ -1308,6 +1328,14 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
     if initial_state is not None and h0.shape != (NS, H, K, V):
         what = "[N, H, K, V] with cu_seqlens" if varlen else "[B, H, K, V]"
         raise ValueError(f"kda_fwd: initial_state must be {what} = {(NS, H, K, V)}, got {tuple(h0.shape)}")
+    if scan_impl not in ("tl", "gluon"):
+        raise ValueError(f"kda_fwd: scan_impl must be 'tl' or 'gluon', got {scan_impl!r}")
+    if scan_impl == "gluon":
+        sg = _scan_gluon()
+        if sg.applies(prep, bv):
+            sg.kda_scan_gluon(prep, h0 if initial_state is not None else None, o,
+                              hT if output_final_state else None, bv, stages=scan_stages)  # fmt: skip
+            return o, (hT if output_final_state else None)
     p = prep
     use_tma = scan_tma and not p["interp"]
     if use_tma:

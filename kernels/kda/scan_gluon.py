@@ -1,0 +1,174 @@
+"""The KDA scan (kernel.py's `_kda_scan`, kernel 3) in Gluon, Triton's lower-level language, for
+Hopper: the same arithmetic with the synchronisation written out.
+
+Per chunk, with S (K x BV, float32) in registers:
+
+    U = u - w S        o = qg S + Aqk U        S = e^(G_63) S + kd^T U
+
+What `tl` cannot say and this kernel does:
+
+* one mbarrier per pipeline stage for all five tiles of a chunk (w, qg, kd, Aqk, u), loaded by
+  TMA; Triton's `tl` lowering puts a block barrier in front of each of the five loads;
+* the products that do not depend on each other in flight together: `w S` and `qg S` are issued
+  back to back and only `w S` is waited for before U is formed; `Aqk U` (accumulated onto `qg S`)
+  and `kd^T U` likewise. `tl` waits for each product before it issues the next;
+* e^(G_63) of the next chunk fetched one chunk ahead.
+
+One program per (V block, head), 4 warps (one warpgroup); dense batches only (no cu_seqlens, no
+overlap with the prep): `kernel.kda_scan` falls back to the `tl` scan otherwise. GPU only: Gluon
+has no interpreter, so the tests compare it with the `tl` scan on the GPU.
+"""
+
+from __future__ import annotations
+
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+ROWS = 64  # the chunk, as a host integer
+CHUNK = gl.constexpr(ROWS)
+
+
+@gluon.jit
+def _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, stage, row0, col_u, nbytes: gl.constexpr):
+    """The five tiles of one chunk into one stage, signalled on the stage's barrier."""
+    bar = bars.index(stage)
+    mbarrier.expect(bar, nbytes)
+    tma.async_copy_global_to_shared(WD, [row0, 0], bar, w_s.index(stage))
+    tma.async_copy_global_to_shared(QD, [row0, 0], bar, q_s.index(stage))
+    tma.async_copy_global_to_shared(KD, [row0, 0], bar, k_s.index(stage))
+    tma.async_copy_global_to_shared(AD, [row0, 0], bar, a_s.index(stage))
+    tma.async_copy_global_to_shared(UD, [row0, col_u], bar, u_s.index(stage))
+
+
+@gluon.jit
+def _kda_scan_gl(
+    WD, QD, KD, AD, UD, gc, h0, o, hT,
+    T, H, NT, TP,
+    K: gl.constexpr, V: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
+    HAS_H0: gl.constexpr, STORE_HT: gl.constexpr,
+):  # fmt: skip
+    iv = gl.program_id(0)
+    bh = gl.program_id(1)
+    b = bh // H
+    h = bh % H
+
+    # one warpgroup; the accumulators [64, BV] and the state [K, BV] share the wgmma layout
+    acc_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    row_l: gl.constexpr = gl.SliceLayout(1, acc_l)
+    col_l: gl.constexpr = gl.SliceLayout(0, acc_l)
+    opnd_l: gl.constexpr = gl.NVMMASharedLayout.get_default_for([K, BV], gl.bfloat16)
+
+    w_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], WD.layout)
+    q_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], QD.layout)
+    k_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], KD.layout)
+    a_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, CHUNK], AD.layout)
+    u_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, BV], UD.layout)
+    sb_s = gl.allocate_shared_memory(gl.bfloat16, [K, BV], opnd_l)  # S, the B operand of w S and qg S
+    ub_s = gl.allocate_shared_memory(
+        gl.bfloat16, [CHUNK, BV], gl.NVMMASharedLayout.get_default_for([CHUNK, BV], gl.bfloat16)
+    )
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(bars.index(i), count=1)
+    NBYTES: gl.constexpr = 2 * (3 * CHUNK * K + CHUNK * CHUNK + CHUNK * BV)
+
+    base = bh * TP
+    col_u = iv * BV
+    for i in gl.static_range(STAGES):
+        if i < NT:
+            _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, i, base + i * CHUNK, col_u, NBYTES)
+
+    rk = gl.arange(0, K, layout=row_l)
+    rv = col_u + gl.arange(0, BV, layout=col_l)
+    rc = gl.arange(0, CHUNK, layout=row_l)
+    s_off = bh.to(gl.int64) * K * V + rk[:, None] * V + rv[None, :]
+    if HAS_H0:
+        S = gl.load(h0 + s_off)
+    else:
+        S = gl.zeros([K, BV], gl.float32, acc_l)
+    zc = gl.zeros([CHUNK, BV], gl.float32, acc_l)
+    zk = gl.zeros([K, BV], gl.float32, acc_l)
+    g_row = gc + bh.to(gl.int64) * NT * K
+    g_next = gl.load(g_row + rk)
+
+    for c in range(NT):
+        st = c % STAGES
+        g_c = g_next
+        if c + 1 < NT:
+            g_next = gl.load(g_row + (c + 1) * K + rk)
+        sb_s.store(S.to(gl.bfloat16))
+        fence_async_shared()
+        gl.thread_barrier()
+        mbarrier.wait(bars.index(st), (c // STAGES) & 1)
+        ws = warpgroup_mma(w_s.index(st), sb_s, zc, use_acc=False, is_async=True)
+        qs = warpgroup_mma(q_s.index(st), sb_s, zc, use_acc=False, is_async=True)
+        ws = warpgroup_mma_wait(num_outstanding=1, deps=(ws,))
+        u = u_s.index(st).load(acc_l).to(gl.float32)
+        ub_s.store((u - ws).to(gl.bfloat16))
+        fence_async_shared()
+        gl.thread_barrier()
+        out = warpgroup_mma(a_s.index(st), ub_s, qs, is_async=True)
+        kdu = warpgroup_mma(k_s.index(st).permute((1, 0)), ub_s, zk, use_acc=False, is_async=True)
+        out = warpgroup_mma_wait(num_outstanding=1, deps=(out,))
+        t = c * CHUNK + rc
+        optr = o + ((b * T + t).to(gl.int64) * H + h)[:, None] * V + rv[None, :]
+        gl.store(optr, out.to(o.dtype.element_ty), mask=(t < T)[:, None])
+        kdu = warpgroup_mma_wait(num_outstanding=0, deps=(kdu,))
+        S = S * g_c[:, None] + kdu
+        # every warp is done with this stage (its products waited for, u read): refill it
+        gl.thread_barrier()
+        if c + STAGES < NT:
+            _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, st, base + (c + STAGES) * CHUNK, col_u, NBYTES)
+
+    for i in gl.static_range(STAGES):
+        mbarrier.invalidate(bars.index(i))
+    if STORE_HT:
+        gl.store(hT + s_off, S)
+
+
+def _desc(x2d, block):
+    return TensorDescriptor.from_tensor(x2d, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+
+
+def applies(prep, bv) -> bool:
+    """Whether the Gluon scan takes this call: a dense batch on a Hopper GPU, K 128 or 64, no
+    overlap with the prep."""
+    B, T, H, K, V = prep["shape"]
+    return (
+        not prep["interp"]
+        and prep["cseq"] is None
+        and not prep.get("overlap")
+        and prep["qg"].is_cuda
+        and torch.cuda.get_device_capability(prep["qg"].device)[0] == 9
+        and K in (64, 128)
+        and bv in (16, 32, 64)
+        and V % bv == 0
+    )
+
+
+def kda_scan_gluon(prep, h0, o, hT, bv, stages=3):
+    """The scan of kernel.kda_scan on prep's buffers, writing o and (when hT is not None) the final
+    state; h0 is the float32 initial state or None."""
+    B, T, H, K, V = prep["shape"]
+    NT = prep["gc"].shape[1]
+    TP = NT * ROWS
+    BH = B * H
+    dummy = prep["gc"]  # never read or written (HAS_H0 / STORE_HT False)
+    descs = (
+        *(_desc(prep[n].view(BH * TP, K), [ROWS, K]) for n in ("w", "qg", "kd")),
+        _desc(prep["aqk"].view(BH * TP, ROWS), [ROWS, ROWS]),
+        _desc(prep["u"].view(BH * TP, V), [ROWS, bv]),
+    )
+    _kda_scan_gl[(V // bv, BH)](
+        *descs, prep["gc"], dummy if h0 is None else h0, o, dummy if hT is None else hT, T, H, NT, TP,
+        K=K, V=V, BV=bv, STAGES=stages, HAS_H0=h0 is not None, STORE_HT=hT is not None, num_warps=4,
+    )  # fmt: skip
