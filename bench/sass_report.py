@@ -139,22 +139,29 @@ def _gluon_desc(shape) -> str:
     from triton.experimental.gluon import language as gl
 
     layout = gl.NVMMASharedLayout.get_default_for(shape, gl.bfloat16)
-    return f"tensordesc<bf16[{shape[0]},{shape[1]}],{layout!r}>"
+    return f"tensordesc<bf16[{','.join(map(str, shape))}],{layout!r}>"
 
 
 def _kda_gluon_specs(sg, c) -> dict:
-    """The Gluon scan (kernels/kda/scan_gluon.py) at the task shape, BV 32 and 3 stages."""
+    """The Gluon scans (kernels/kda/scan_gluon.py) at the task shape and 3 stages: S (BV 32) and
+    S^T (BV 64)."""
+
+    def types(a):
+        return {
+            **{n: _gluon_desc([64, 128]) for n in ("WD", "QD", "KD")},
+            "AD": _gluon_desc([64, 64]),
+            "UD": _gluon_desc([64, a["BV"]]),
+            **dict.fromkeys(("gc", "h0", "hT"), "*fp32"),
+            "o": "*bf16",
+        }
+
+    consts = dict(K=128, V=128, STAGES=c["scan_stages"], HAS_H0=False, STORE_HT=False)
     return {
-        "scan_gl": (
-            sg._kda_scan_gl,
-            lambda a: {
-                **{n: _gluon_desc([64, 128]) for n in ("WD", "QD", "KD")},
-                "AD": _gluon_desc([64, 64]),
-                "UD": _gluon_desc([64, a["BV"]]),
-                **dict.fromkeys(("gc", "h0", "hT"), "*fp32"),
-                "o": "*bf16",
-            },
-            dict(K=128, V=128, BV=c["bv"] or 32, STAGES=c["scan_stages"], HAS_H0=False, STORE_HT=False),
+        "scan_gl": (sg._kda_scan_gl, types, dict(consts, BV=c["bv"] or 32), dict(num_warps=4, maxnreg=0)),
+        "scan_glt": (
+            sg._kda_scan_glt,
+            lambda a: {**types(a), "OD": _gluon_desc([1, 64, 64])},
+            dict(consts, BV=64, O_TMA=True),
             dict(num_warps=4, maxnreg=0),
         ),
     }

@@ -1017,8 +1017,11 @@ KNOBS = {
     "overlap": ["none", "launch", "chunks"],  # the scan launched while the prep runs (fused prep only)
     "scan_fb": [128, 256],  # the most chunks the overlapped scan takes as one pipelined run
     "scan_t": [False, True],  # the scan carries S^T: state and U as register operands of the products
-    "scan_impl": ["tl", "gluon"],  # the scan in Triton's tl, or in Gluon (scan_gluon.py; dense batches on Hopper)
+    # the scan in Triton's tl, or in Gluon (scan_gluon.py; dense batches on Hopper; gluon_t carries S^T)
+    "scan_impl": ["tl", "gluon", "gluon_t"],
 }
+# tl: kernel 3 below; gluon: the same in Gluon; gluon_t: Gluon, carrying S^T, BV 64
+SCAN_IMPLS = ("tl", "gluon", "gluon_t")
 
 
 def _scan_gluon():
@@ -1328,13 +1331,15 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
     if initial_state is not None and h0.shape != (NS, H, K, V):
         what = "[N, H, K, V] with cu_seqlens" if varlen else "[B, H, K, V]"
         raise ValueError(f"kda_fwd: initial_state must be {what} = {(NS, H, K, V)}, got {tuple(h0.shape)}")
-    if scan_impl not in ("tl", "gluon"):
-        raise ValueError(f"kda_fwd: scan_impl must be 'tl' or 'gluon', got {scan_impl!r}")
-    if scan_impl == "gluon":
+    if scan_impl not in SCAN_IMPLS:
+        raise ValueError(f"kda_fwd: scan_impl must be one of {SCAN_IMPLS}, got {scan_impl!r}")
+    if scan_impl != "tl":
         sg = _scan_gluon()
-        if sg.applies(prep, bv):
+        tr = scan_impl == "gluon_t"
+        if sg.applies(prep, 64 if tr else bv):
             sg.kda_scan_gluon(prep, h0 if initial_state is not None else None, o,
-                              hT if output_final_state else None, bv, stages=scan_stages)  # fmt: skip
+                              hT if output_final_state else None, 64 if tr else bv, stages=scan_stages,
+                              transposed=tr, o_tma=scan_o_tma)  # fmt: skip
             return o, (hT if output_final_state else None)
     p = prep
     use_tma = scan_tma and not p["interp"]

@@ -14,6 +14,13 @@ What `tl` cannot say and this kernel does:
   and `kd^T U` likewise. `tl` waits for each product before it issues the next;
 * e^(G_63) of the next chunk fetched one chunk ahead.
 
+`_kda_scan_glt` carries the transposed state S^T (BV = 64 rows, a warpgroup's) instead, so that
+S^T and U^T are the register A operands of all four products and the tiles their shared-memory B
+operands: no shared-memory round trip and no block barrier in the state's chain, and each tile is
+read once for 64 value columns. It wins where B H V / 64 programs fill the SMs (B4 T4096 H32,
+B8 T2048 H16, B1 T8192 H64: 2-3% over the tl scan's whole call) and loses at B1 H32, where it
+leaves half of them idle (docs/kernels.md).
+
 One program per (V block, head), 4 warps (one warpgroup); dense batches only (no cu_seqlens, no
 overlap with the prep): `kernel.kda_scan` falls back to the `tl` scan otherwise. GPU only: Gluon
 has no interpreter, so the tests compare it with the `tl` scan on the GPU.
@@ -135,6 +142,112 @@ def _kda_scan_gl(
         gl.store(hT + s_off, S)
 
 
+@gluon.jit
+def _kda_scan_glt(
+    WD, QD, KD, AD, UD, OD, gc, h0, o, hT,
+    T, H, NT, TP,
+    K: gl.constexpr, V: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
+    HAS_H0: gl.constexpr, STORE_HT: gl.constexpr, O_TMA: gl.constexpr,
+):  # fmt: skip
+    """The scan carrying S^T (BV x K) in registers, BV = 64 (a warpgroup's rows):
+
+        U^T = u^T - S^T w^T     o^T = S^T qg^T + U^T Aqk^T     S^T = S^T e^(G_63) + U^T kd
+
+    S^T and U^T are the register A operands of the products, so nothing of the state's chain goes
+    through shared memory and no block barrier stands in it; the tiles are the B operands, read
+    once for 64 value columns (the BV 32 scan reads them once for 32). O_TMA: o^T written
+    transposed into one of two shared buffers and stored by TMA (OD, o as [B, T, H V]), else
+    moved to a coalesced layout and stored by pointers."""
+    iv = gl.program_id(0)
+    bh = gl.program_id(1)
+    b = bh // H
+    h = bh % H
+
+    acc_c: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, CHUNK, 16])
+    acc_k: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, K, 16])
+    a_c: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_c, k_width=2)
+    a_k: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_k, k_width=2)
+    # o^T stored with the value columns along the lanes (o's contiguous dimension)
+    st_l: gl.constexpr = gl.BlockedLayout([8, 1], [8, 4], [1, 4], [0, 1])
+
+    w_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], WD.layout)
+    q_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], QD.layout)
+    k_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], KD.layout)
+    a_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, CHUNK], AD.layout)
+    u_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, BV], UD.layout)
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(bars.index(i), count=1)
+    NBYTES: gl.constexpr = 2 * (3 * CHUNK * K + CHUNK * CHUNK + CHUNK * BV)
+    if O_TMA:
+        o_s = gl.allocate_shared_memory(gl.bfloat16, [2, 1, CHUNK, BV], OD.layout)
+
+    base = bh * TP
+    col_u = iv * BV
+    for i in gl.static_range(STAGES):
+        if i < NT:
+            _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, i, base + i * CHUNK, col_u, NBYTES)
+
+    rv = col_u + gl.arange(0, BV, layout=gl.SliceLayout(1, acc_k))
+    rk = gl.arange(0, K, layout=gl.SliceLayout(0, acc_k))
+    s_off = bh.to(gl.int64) * K * V + rk[None, :] * V + rv[:, None]
+    if HAS_H0:
+        S = gl.load(h0 + s_off)
+    else:
+        S = gl.zeros([BV, K], gl.float32, acc_k)
+    zc = gl.zeros([BV, CHUNK], gl.float32, acc_c)
+    g_row = gc + bh.to(gl.int64) * NT * K
+    g_next = gl.load(g_row + rk)
+    sv = col_u + gl.arange(0, BV, layout=gl.SliceLayout(1, st_l))
+    sc = gl.arange(0, CHUNK, layout=gl.SliceLayout(0, st_l))
+
+    for c in range(NT):
+        st = c % STAGES
+        g_c = g_next
+        if c + 1 < NT:
+            g_next = gl.load(g_row + (c + 1) * K + rk)
+        mbarrier.wait(bars.index(st), (c // STAGES) & 1)
+        Sa = gl.convert_layout(S.to(gl.bfloat16), a_c)
+        # (before the products: ptxas waits for every product in flight before S's registers,
+        # which a product defined, are touched)
+        S = S * g_c[None, :]
+        ws = warpgroup_mma(Sa, w_s.index(st).permute((1, 0)), zc, use_acc=False, is_async=True)
+        qs = warpgroup_mma(Sa, q_s.index(st).permute((1, 0)), zc, use_acc=False, is_async=True)
+        ut = u_s.index(st).permute((1, 0)).load(acc_c).to(gl.float32)
+        ws = warpgroup_mma_wait(num_outstanding=1, deps=(ws,))
+        Ub = (ut - ws).to(gl.bfloat16)
+        Uk = gl.convert_layout(Ub, a_k)
+        Uc = gl.convert_layout(Ub, a_c)
+        S = warpgroup_mma(Uk, k_s.index(st), S, is_async=True)
+        out = warpgroup_mma(Uc, a_s.index(st).permute((1, 0)), qs, is_async=True)
+        S, Uk = warpgroup_mma_wait(num_outstanding=1, deps=(S, Uk))
+        out, Uc, Sa = warpgroup_mma_wait(num_outstanding=0, deps=(out, Uc, Sa))
+        if O_TMA:
+            ob = o_s.index(c % 2)
+            tma.store_wait(1)  # the store from this buffer two chunks ago has read it
+            ob.reshape([CHUNK, BV]).permute((1, 0)).store(out.to(gl.bfloat16))
+            fence_async_shared()
+            # every warp is done with this stage (its products waited for, u read) and has
+            # written its part of o^T
+            gl.thread_barrier()
+            tma.async_copy_shared_to_global(OD, [b, c * CHUNK, h * V + col_u], ob)
+        else:
+            t = c * CHUNK + sc
+            optr = o + ((b * T + t).to(gl.int64) * H + h)[None, :] * V + sv[:, None]
+            gl.store(optr, gl.convert_layout(out.to(o.dtype.element_ty), st_l), mask=(t < T)[None, :])
+            # every warp is done with this stage (its products waited for, u read): refill it
+            gl.thread_barrier()
+        if c + STAGES < NT:
+            _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, st, base + (c + STAGES) * CHUNK, col_u, NBYTES)
+
+    for i in gl.static_range(STAGES):
+        mbarrier.invalidate(bars.index(i))
+    if O_TMA:
+        tma.store_wait(0)
+    if STORE_HT:
+        gl.store(hT + s_off, S)
+
+
 def _desc(x2d, block):
     return TensorDescriptor.from_tensor(x2d, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
 
@@ -155,9 +268,12 @@ def applies(prep, bv) -> bool:
     )
 
 
-def kda_scan_gluon(prep, h0, o, hT, bv, stages=3):
+def kda_scan_gluon(prep, h0, o, hT, bv, stages=3, transposed=False, o_tma=True):
     """The scan of kernel.kda_scan on prep's buffers, writing o and (when hT is not None) the final
-    state; h0 is the float32 initial state or None."""
+    state; h0 is the float32 initial state or None. transposed: _kda_scan_glt (bv must be 64),
+    storing o by TMA where o is bf16 and o_tma is set."""
+    if transposed and bv != 64:
+        raise ValueError(f"kda_scan_gluon: the transposed scan takes BV 64, got {bv}")
     B, T, H, K, V = prep["shape"]
     NT = prep["gc"].shape[1]
     TP = NT * ROWS
@@ -168,7 +284,11 @@ def kda_scan_gluon(prep, h0, o, hT, bv, stages=3):
         _desc(prep["aqk"].view(BH * TP, ROWS), [ROWS, ROWS]),
         _desc(prep["u"].view(BH * TP, V), [ROWS, bv]),
     )
-    _kda_scan_gl[(V // bv, BH)](
-        *descs, prep["gc"], dummy if h0 is None else h0, o, dummy if hT is None else hT, T, H, NT, TP,
-        K=K, V=V, BV=bv, STAGES=stages, HAS_H0=h0 is not None, STORE_HT=hT is not None, num_warps=4,
-    )  # fmt: skip
+    states = (prep["gc"], dummy if h0 is None else h0, o, dummy if hT is None else hT, T, H, NT, TP)
+    flags = dict(K=K, V=V, BV=bv, STAGES=stages, HAS_H0=h0 is not None, STORE_HT=hT is not None, num_warps=4)
+    if not transposed:
+        _kda_scan_gl[(V // bv, BH)](*descs, *states, **flags)
+        return
+    o_tma = o.dtype == torch.bfloat16 and o_tma
+    od = _desc(o.view(B, T, H * V), [1, ROWS, bv]) if o_tma else descs[0]
+    _kda_scan_glt[(V // bv, BH)](*descs, od, *states, O_TMA=o_tma, **flags)

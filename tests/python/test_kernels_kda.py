@@ -257,24 +257,25 @@ def test_gluon_scan_falls_back_where_it_does_not_apply():
     """scan_impl="gluon" off a Hopper GPU (the interpreter, cu_seqlens) takes the tl scan: same
     result as the default, not an error."""
     q, k, v, g, beta = _inputs(1, 70, 1, 16, 32, seed=21)
-    o1, h1 = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, None, True, scan_impl="gluon")
     o2, h2 = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, None, True)
-    if DEV == "cpu":
-        assert torch.equal(o1, o2) and torch.equal(h1, h2)
+    for impl in ("gluon", "gluon_t"):
+        o1, h1 = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, None, True, scan_impl=impl)
+        if DEV == "cpu":
+            assert torch.equal(o1, o2) and torch.equal(h1, h2), impl
     with pytest.raises(ValueError, match="scan_impl"):
         kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, scan_impl="cuda")
 
 
 @pytest.mark.skipif(DEV != "cuda" or torch.cuda.get_device_capability()[0] != 9, reason="Gluon scan: Hopper GPU only")
-@pytest.mark.parametrize("bv,stages", [(32, 3), (64, 3), (16, 2)])
-def test_gluon_scan_matches_the_tl_scan_and_the_recurrence(bv, stages):
+@pytest.mark.parametrize("impl,bv,stages", [("gluon", 32, 3), ("gluon", 64, 3), ("gluon", 16, 2), ("gluon_t", 64, 3)])
+def test_gluon_scan_matches_the_tl_scan_and_the_recurrence(impl, bv, stages):
     """The Gluon scan on the prep's buffers against the tl scan on the same buffers (identical
     arithmetic: agreement to rounding order) and against the float32 recurrence, with an initial
     and a final state and a ragged end (T not a multiple of the chunk)."""
     q, k, v, g, beta = _inputs(2, 300, 3, 128, 128, seed=bv)
     h0 = torch.randn(2, 3, 128, 128, generator=torch.Generator().manual_seed(4)).to(DEV) * 0.1
     cfg = dict(bv=bv, scan_stages=stages)
-    og, hg = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, None, h0, True, scan_impl="gluon", **cfg)
+    og, hg = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, None, h0, True, scan_impl=impl, **cfg)
     ot, ht = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, None, h0, True, **cfg)
     ro, rh = _reference(q, k, v, g, beta, 128**-0.5, h0)
     assert _rel(og, ot) <= 1e-3 and _rel(hg, ht) <= 1e-3, (_rel(og, ot), _rel(hg, ht))
