@@ -988,6 +988,10 @@ PREP_KEYS = (
     "cmajor", "overlap",
 )  # fmt: skip
 
+# scan_impl: tl, kernel 3 below; gluon, the same in Gluon (scan_gluon.py; dense batches on Hopper,
+# else tl); gluon_t, Gluon carrying S^T, BV 64
+SCAN_IMPLS = ("tl", "gluon", "gluon_t")
+
 # The values a search may try for each knob of CONFIG.
 KNOBS = {
     "impl": ["split", "dense", "blocks"],
@@ -1017,11 +1021,11 @@ KNOBS = {
     "overlap": ["none", "launch", "chunks"],  # the scan launched while the prep runs (fused prep only)
     "scan_fb": [128, 256],  # the most chunks the overlapped scan takes as one pipelined run
     "scan_t": [False, True],  # the scan carries S^T: state and U as register operands of the products
-    # the scan in Triton's tl, or in Gluon (scan_gluon.py; dense batches on Hopper; gluon_t carries S^T)
-    "scan_impl": ["tl", "gluon", "gluon_t"],
+    "scan_impl": list(SCAN_IMPLS),
 }
-# tl: kernel 3 below; gluon: the same in Gluon; gluon_t: Gluon, carrying S^T, BV 64
-SCAN_IMPLS = ("tl", "gluon", "gluon_t")
+
+
+_MODULES = {}
 
 
 def _scan_gluon():
@@ -1036,9 +1040,6 @@ def _scan_gluon():
         spec.loader.exec_module(mod)
         _MODULES["scan_gluon"] = mod
     return _MODULES["scan_gluon"]
-
-
-_MODULES = {}
 
 
 def _desc(x, block):

@@ -57,6 +57,21 @@ def _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, stage, row0, col_u
 
 
 @gluon.jit
+def _stages(WD, QD, KD, AD, UD, K: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+    """The pipeline's shared buffers (STAGES chunks of the five tiles) and one initialised mbarrier
+    a stage."""
+    w_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], WD.layout)
+    q_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], QD.layout)
+    k_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], KD.layout)
+    a_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, CHUNK], AD.layout)
+    u_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, BV], UD.layout)
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(bars.index(i), count=1)
+    return w_s, q_s, k_s, a_s, u_s, bars
+
+
+@gluon.jit
 def _kda_scan_gl(
     WD, QD, KD, AD, UD, gc, h0, o, hT,
     T, H, NT, TP,
@@ -74,18 +89,11 @@ def _kda_scan_gl(
     col_l: gl.constexpr = gl.SliceLayout(0, acc_l)
     opnd_l: gl.constexpr = gl.NVMMASharedLayout.get_default_for([K, BV], gl.bfloat16)
 
-    w_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], WD.layout)
-    q_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], QD.layout)
-    k_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], KD.layout)
-    a_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, CHUNK], AD.layout)
-    u_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, BV], UD.layout)
+    w_s, q_s, k_s, a_s, u_s, bars = _stages(WD, QD, KD, AD, UD, K, BV, STAGES)
     sb_s = gl.allocate_shared_memory(gl.bfloat16, [K, BV], opnd_l)  # S, the B operand of w S and qg S
     ub_s = gl.allocate_shared_memory(
         gl.bfloat16, [CHUNK, BV], gl.NVMMASharedLayout.get_default_for([CHUNK, BV], gl.bfloat16)
     )
-    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(bars.index(i), count=1)
     NBYTES: gl.constexpr = 2 * (3 * CHUNK * K + CHUNK * CHUNK + CHUNK * BV)
 
     base = bh * TP
@@ -170,14 +178,7 @@ def _kda_scan_glt(
     # o^T stored with the value columns along the lanes (o's contiguous dimension)
     st_l: gl.constexpr = gl.BlockedLayout([8, 1], [8, 4], [1, 4], [0, 1])
 
-    w_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], WD.layout)
-    q_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], QD.layout)
-    k_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], KD.layout)
-    a_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, CHUNK], AD.layout)
-    u_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, BV], UD.layout)
-    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(bars.index(i), count=1)
+    w_s, q_s, k_s, a_s, u_s, bars = _stages(WD, QD, KD, AD, UD, K, BV, STAGES)
     NBYTES: gl.constexpr = 2 * (3 * CHUNK * K + CHUNK * CHUNK + CHUNK * BV)
     if O_TMA:
         o_s = gl.allocate_shared_memory(gl.bfloat16, [2, 1, CHUNK, BV], OD.layout)
