@@ -971,7 +971,7 @@ CONFIG = dict(
     intra_nreg=168, intra_stages=3, lcmem=False, cump="bf16x2", solve_warps=4, solve_nreg=128, bw=64,
     g63sub=True, tma=True, diag_inv=True, fuse="inplace", bv=None, scan_warps=4, scan_stages=3,
     scan_tma=True, scan_o_tma=True, cmajor=False, overlap="none", scan_fb=128, scan_t=False,
-    scan_impl="tl",
+    scan_impl="auto",
 )  # fmt: skip
 
 # fuse: the solve in the intra kernel (kb recomputed or read back) instead of its own kernel
@@ -989,8 +989,9 @@ PREP_KEYS = (
 )  # fmt: skip
 
 # scan_impl: tl, kernel 3 below; gluon, the same in Gluon (scan_gluon.py; dense batches on Hopper,
-# else tl); gluon_t, Gluon carrying S^T, BV 64
-SCAN_IMPLS = ("tl", "gluon", "gluon_t")
+# else tl); gluon_t, Gluon carrying S^T, BV 64; auto (default): gluon_t where the V blocks are 64
+# wide, gluon where they are 32, else tl (the fastest at each task shape on an H200, results run 24)
+SCAN_IMPLS = ("auto", "tl", "gluon", "gluon_t")
 
 # The values a search may try for each knob of CONFIG.
 KNOBS = {
@@ -1306,7 +1307,7 @@ def chunk_table(cu_seqlens, B, T, dev):
 
 
 def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_warps=4,
-             scan_stages=2, scan_tma=False, scan_o_tma=True, scan_fb=128, scan_t=False, scan_impl="tl"):  # fmt: skip
+             scan_stages=2, scan_tma=False, scan_o_tma=True, scan_fb=128, scan_t=False, scan_impl="auto"):  # fmt: skip
     """Kernel 3: the sequential scan over chunks; returns (o, final state or None). After a prep
     with overlap, the scan is a programmatic dependent launch: it may start while the prep's last
     programs run, and waits for the whole prep or for each chunk's flag (prep["flags"])."""
@@ -1334,6 +1335,8 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
         raise ValueError(f"kda_fwd: initial_state must be {what} = {(NS, H, K, V)}, got {tuple(h0.shape)}")
     if scan_impl not in SCAN_IMPLS:
         raise ValueError(f"kda_fwd: scan_impl must be one of {SCAN_IMPLS}, got {scan_impl!r}")
+    if scan_impl == "auto":
+        scan_impl = {64: "gluon_t", 32: "gluon"}.get(bv, "tl")
     if scan_impl != "tl":
         sg = _scan_gluon()
         tr = scan_impl == "gluon_t"

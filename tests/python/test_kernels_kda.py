@@ -93,9 +93,10 @@ def test_kda_matches_recurrence_within_tolerance(B, T, H, K, V, with_h0):
         dict(fuse="inplace"),
         dict(fuse="recompute", wprec="tf32"),
         dict(fuse="none", cump="bf16x2"),
-        dict(scan_o_tma=False),
-        dict(scan_t=True),  # the scan carrying the transposed state
-        dict(scan_t=True, bv=16, scan_o_tma=False),
+        dict(scan_impl="tl"),  # (the default takes a Gluon scan on a Hopper GPU)
+        dict(scan_impl="tl", scan_o_tma=False),
+        dict(scan_impl="tl", scan_t=True),  # the scan carrying the transposed state
+        dict(scan_impl="tl", scan_t=True, bv=16, scan_o_tma=False),
         dict(overlap="none", cmajor=False),
         dict(overlap="launch", cmajor=False),
         dict(overlap="chunks", scan_fb=1),  # the overlapped scan in runs of one chunk
@@ -257,8 +258,8 @@ def test_gluon_scan_falls_back_where_it_does_not_apply():
     """scan_impl="gluon" off a Hopper GPU (the interpreter, cu_seqlens) takes the tl scan: same
     result as the default, not an error."""
     q, k, v, g, beta = _inputs(1, 70, 1, 16, 32, seed=21)
-    o2, h2 = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, None, True)
-    for impl in ("gluon", "gluon_t"):
+    o2, h2 = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, None, True, scan_impl="tl")
+    for impl in ("gluon", "gluon_t", "auto"):
         o1, h1 = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, None, True, scan_impl=impl)
         if DEV == "cpu":
             assert torch.equal(o1, o2) and torch.equal(h1, h2), impl
@@ -267,7 +268,10 @@ def test_gluon_scan_falls_back_where_it_does_not_apply():
 
 
 @pytest.mark.skipif(DEV != "cuda" or torch.cuda.get_device_capability()[0] != 9, reason="Gluon scan: Hopper GPU only")
-@pytest.mark.parametrize("impl,bv,stages", [("gluon", 32, 3), ("gluon", 64, 3), ("gluon", 16, 2), ("gluon_t", 64, 3)])
+@pytest.mark.parametrize(
+    "impl,bv,stages",
+    [("gluon", 32, 3), ("gluon", 64, 3), ("gluon", 16, 2), ("gluon_t", 64, 3), ("auto", 32, 3), ("auto", 64, 3)],
+)
 def test_gluon_scan_matches_the_tl_scan_and_the_recurrence(impl, bv, stages):
     """The Gluon scan on the prep's buffers against the tl scan on the same buffers (identical
     arithmetic: agreement to rounding order) and against the float32 recurrence, with an initial
@@ -276,7 +280,7 @@ def test_gluon_scan_matches_the_tl_scan_and_the_recurrence(impl, bv, stages):
     h0 = torch.randn(2, 3, 128, 128, generator=torch.Generator().manual_seed(4)).to(DEV) * 0.1
     cfg = dict(bv=bv, scan_stages=stages)
     og, hg = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, None, h0, True, scan_impl=impl, **cfg)
-    ot, ht = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, None, h0, True, **cfg)
+    ot, ht = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, None, h0, True, scan_impl="tl", **cfg)
     ro, rh = _reference(q, k, v, g, beta, 128**-0.5, h0)
     assert _rel(og, ot) <= 1e-3 and _rel(hg, ht) <= 1e-3, (_rel(og, ot), _rel(hg, ht))
     assert _rel(og, ro) <= TOL and _rel(hg, rh) <= TOL, (_rel(og, ro), _rel(hg, rh))
