@@ -134,30 +134,39 @@ def _kda_specs(kk) -> dict:
     }
 
 
-def _gluon_desc(shape) -> str:
-    """The signature type of a Gluon tensor descriptor over bf16 with the default shared layout."""
+def _gluon_desc(shape, dtype="bf16", layout=None) -> str:
+    """The signature type of a Gluon tensor descriptor (bf16 with the default shared layout unless
+    told otherwise)."""
     from triton.experimental.gluon import language as gl
 
-    layout = gl.NVMMASharedLayout.get_default_for(shape, gl.bfloat16)
-    return f"tensordesc<bf16[{','.join(map(str, shape))}],{layout!r}>"
+    layout = layout or gl.NVMMASharedLayout.get_default_for(shape, gl.bfloat16)
+    return f"tensordesc<{dtype}[{','.join(map(str, shape))}],{layout!r}>"
 
 
 def _kda_gluon_specs(sg, c) -> dict:
     """The Gluon scans (kernels/kda/scan_gluon.py) at the task shape and 3 stages: S (BV 32) and
     S^T (BV 64)."""
 
+    from triton.experimental.gluon import language as gl
+
     def types(a):
         return {
             **{n: _gluon_desc([64, 128]) for n in ("WD", "QD", "KD")},
             "AD": _gluon_desc([64, 64]),
             "UD": _gluon_desc([64, a["BV"]]),
-            **dict.fromkeys(("gc", "h0", "hT"), "*fp32"),
+            "GD": _gluon_desc([1, 128], "fp32", gl.NVMMASharedLayout(0, 32)),
+            **dict.fromkeys(("h0", "hT"), "*fp32"),
             "o": "*bf16",
         }
 
     consts = dict(K=128, V=128, STAGES=c["scan_stages"], HAS_H0=False, STORE_HT=False)
     return {
-        "scan_gl": (sg._kda_scan_gl, types, dict(consts, BV=c["bv"] or 32), dict(num_warps=4, maxnreg=0)),
+        "scan_gl": (
+            sg._kda_scan_gl,
+            lambda a: {**types(a), "OD": _gluon_desc([1, 64, a["BV"]])},
+            dict(consts, BV=c["bv"] or 32, O_TMA=True),
+            dict(num_warps=4, maxnreg=0),
+        ),
         "scan_glt": (
             sg._kda_scan_glt,
             lambda a: {**types(a), "OD": _gluon_desc([1, 64, 64])},

@@ -12,7 +12,8 @@ What `tl` cannot say and this kernel does:
 * the products that do not depend on each other in flight together: `w S` and `qg S` are issued
   back to back and only `w S` is waited for before U is formed; `Aqk U` (accumulated onto `qg S`)
   and `kd^T U` likewise. `tl` waits for each product before it issues the next;
-* e^(G_63) of the next chunk fetched one chunk ahead.
+* e^(G_63) of each chunk loaded by TMA with its tiles (a plain load one chunk ahead left the
+  loop waiting on it at every back edge: 19% of the stall samples in ncu).
 
 `_kda_scan_glt` carries the transposed state S^T (BV = 64 rows, a warpgroup's) instead, so that
 S^T and U^T are the register A operands of all four products and the tiles their shared-memory B
@@ -45,8 +46,10 @@ CHUNK = gl.constexpr(ROWS)
 
 
 @gluon.jit
-def _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, stage, row0, col_u, nbytes: gl.constexpr):
-    """The five tiles of one chunk into one stage, signalled on the stage's barrier."""
+def _issue(WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, bars, stage, row0, col_u, grow,
+           nbytes: gl.constexpr):  # fmt: skip
+    """The five tiles of one chunk and its row of e^(G_63) (row grow of gc) into one stage,
+    signalled on the stage's barrier."""
     bar = bars.index(stage)
     mbarrier.expect(bar, nbytes)
     tma.async_copy_global_to_shared(WD, [row0, 0], bar, w_s.index(stage))
@@ -54,30 +57,35 @@ def _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, stage, row0, col_u
     tma.async_copy_global_to_shared(KD, [row0, 0], bar, k_s.index(stage))
     tma.async_copy_global_to_shared(AD, [row0, 0], bar, a_s.index(stage))
     tma.async_copy_global_to_shared(UD, [row0, col_u], bar, u_s.index(stage))
+    tma.async_copy_global_to_shared(GD, [grow, 0], bar, g_s.index(stage))
 
 
 @gluon.jit
-def _stages(WD, QD, KD, AD, UD, K: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
-    """The pipeline's shared buffers (STAGES chunks of the five tiles) and one initialised mbarrier
-    a stage."""
+def _stages(WD, QD, KD, AD, UD, GD, K: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+    """The pipeline's shared buffers (STAGES chunks of the five tiles and of e^(G_63)) and one
+    initialised mbarrier a stage."""
     w_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], WD.layout)
     q_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], QD.layout)
     k_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, K], KD.layout)
     a_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, CHUNK], AD.layout)
     u_s = gl.allocate_shared_memory(gl.bfloat16, [STAGES, CHUNK, BV], UD.layout)
+    g_s = gl.allocate_shared_memory(gl.float32, [STAGES, 1, K], GD.layout)
     bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(bars.index(i), count=1)
-    return w_s, q_s, k_s, a_s, u_s, bars
+    return w_s, q_s, k_s, a_s, u_s, g_s, bars
 
 
 @gluon.jit
 def _kda_scan_gl(
-    WD, QD, KD, AD, UD, gc, h0, o, hT,
+    WD, QD, KD, AD, UD, GD, OD, h0, o, hT,
     T, H, NT, TP,
     K: gl.constexpr, V: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-    HAS_H0: gl.constexpr, STORE_HT: gl.constexpr,
+    HAS_H0: gl.constexpr, STORE_HT: gl.constexpr, O_TMA: gl.constexpr,
 ):  # fmt: skip
+    """O_TMA: o written into one of two shared buffers and stored by TMA (OD, o as [B, T, H V]),
+    else stored by pointers from the accumulator's registers, which the next chunk's first
+    product then waits for (the stores read them late: a quarter of the stall samples in ncu)."""
     iv = gl.program_id(0)
     bh = gl.program_id(1)
     b = bh // H
@@ -89,18 +97,21 @@ def _kda_scan_gl(
     col_l: gl.constexpr = gl.SliceLayout(0, acc_l)
     opnd_l: gl.constexpr = gl.NVMMASharedLayout.get_default_for([K, BV], gl.bfloat16)
 
-    w_s, q_s, k_s, a_s, u_s, bars = _stages(WD, QD, KD, AD, UD, K, BV, STAGES)
+    w_s, q_s, k_s, a_s, u_s, g_s, bars = _stages(WD, QD, KD, AD, UD, GD, K, BV, STAGES)
     sb_s = gl.allocate_shared_memory(gl.bfloat16, [K, BV], opnd_l)  # S, the B operand of w S and qg S
     ub_s = gl.allocate_shared_memory(
         gl.bfloat16, [CHUNK, BV], gl.NVMMASharedLayout.get_default_for([CHUNK, BV], gl.bfloat16)
     )
-    NBYTES: gl.constexpr = 2 * (3 * CHUNK * K + CHUNK * CHUNK + CHUNK * BV)
+    NBYTES: gl.constexpr = 2 * (3 * CHUNK * K + CHUNK * CHUNK + CHUNK * BV) + 4 * K
+    if O_TMA:
+        o_s = gl.allocate_shared_memory(gl.bfloat16, [2, 1, CHUNK, BV], OD.layout)
 
     base = bh * TP
     col_u = iv * BV
     for i in gl.static_range(STAGES):
         if i < NT:
-            _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, i, base + i * CHUNK, col_u, NBYTES)
+            _issue(WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, bars, i, base + i * CHUNK, col_u,
+                   bh * NT + i, NBYTES)  # fmt: skip
 
     rk = gl.arange(0, K, layout=row_l)
     rv = col_u + gl.arange(0, BV, layout=col_l)
@@ -112,47 +123,56 @@ def _kda_scan_gl(
         S = gl.zeros([K, BV], gl.float32, acc_l)
     zc = gl.zeros([CHUNK, BV], gl.float32, acc_l)
     zk = gl.zeros([K, BV], gl.float32, acc_l)
-    g_row = gc + bh.to(gl.int64) * NT * K
-    g_next = gl.load(g_row + rk)
 
     for c in range(NT):
         st = c % STAGES
-        g_c = g_next
-        if c + 1 < NT:
-            g_next = gl.load(g_row + (c + 1) * K + rk)
         sb_s.store(S.to(gl.bfloat16))
         fence_async_shared()
         gl.thread_barrier()
         mbarrier.wait(bars.index(st), (c // STAGES) & 1)
         ws = warpgroup_mma(w_s.index(st), sb_s, zc, use_acc=False, is_async=True)
         qs = warpgroup_mma(q_s.index(st), sb_s, zc, use_acc=False, is_async=True)
-        ws = warpgroup_mma_wait(num_outstanding=1, deps=(ws,))
+        # (u and the gates read from shared memory while the products run)
         u = u_s.index(st).load(acc_l).to(gl.float32)
+        g_c = g_s.index(st).reshape([K]).load(row_l)
+        ws = warpgroup_mma_wait(num_outstanding=1, deps=(ws,))
         ub_s.store((u - ws).to(gl.bfloat16))
         fence_async_shared()
         gl.thread_barrier()
         out = warpgroup_mma(a_s.index(st), ub_s, qs, is_async=True)
         kdu = warpgroup_mma(k_s.index(st).permute((1, 0)), ub_s, zk, use_acc=False, is_async=True)
         out = warpgroup_mma_wait(num_outstanding=1, deps=(out,))
-        t = c * CHUNK + rc
-        optr = o + ((b * T + t).to(gl.int64) * H + h)[:, None] * V + rv[None, :]
-        gl.store(optr, out.to(o.dtype.element_ty), mask=(t < T)[:, None])
+        if O_TMA:
+            ob = o_s.index(c % 2)
+            ob.reshape([CHUNK, BV]).store(out.to(gl.bfloat16))
+            fence_async_shared()
+            tma.store_wait(0)  # (the store of two chunks ago: its buffer is written next chunk)
+        else:
+            t = c * CHUNK + rc
+            optr = o + ((b * T + t).to(gl.int64) * H + h)[:, None] * V + rv[None, :]
+            gl.store(optr, out.to(o.dtype.element_ty), mask=(t < T)[:, None])
         kdu = warpgroup_mma_wait(num_outstanding=0, deps=(kdu,))
         S = S * g_c[:, None] + kdu
-        # every warp is done with this stage (its products waited for, u read): refill it
+        # every warp is done with this stage (its products waited for, u read) and has written
+        # its part of o: refill the stage, store o
         gl.thread_barrier()
+        if O_TMA:
+            tma.async_copy_shared_to_global(OD, [b, c * CHUNK, h * V + col_u], ob)
         if c + STAGES < NT:
-            _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, st, base + (c + STAGES) * CHUNK, col_u, NBYTES)
+            _issue(WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, bars, st, base + (c + STAGES) * CHUNK,
+                   col_u, bh * NT + c + STAGES, NBYTES)  # fmt: skip
 
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(bars.index(i))
+    if O_TMA:
+        tma.store_wait(0)
     if STORE_HT:
         gl.store(hT + s_off, S)
 
 
 @gluon.jit
 def _kda_scan_glt(
-    WD, QD, KD, AD, UD, OD, gc, h0, o, hT,
+    WD, QD, KD, AD, UD, GD, OD, h0, o, hT,
     T, H, NT, TP,
     K: gl.constexpr, V: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
     HAS_H0: gl.constexpr, STORE_HT: gl.constexpr, O_TMA: gl.constexpr,
@@ -178,8 +198,8 @@ def _kda_scan_glt(
     # o^T stored with the value columns along the lanes (o's contiguous dimension)
     st_l: gl.constexpr = gl.BlockedLayout([8, 1], [8, 4], [1, 4], [0, 1])
 
-    w_s, q_s, k_s, a_s, u_s, bars = _stages(WD, QD, KD, AD, UD, K, BV, STAGES)
-    NBYTES: gl.constexpr = 2 * (3 * CHUNK * K + CHUNK * CHUNK + CHUNK * BV)
+    w_s, q_s, k_s, a_s, u_s, g_s, bars = _stages(WD, QD, KD, AD, UD, GD, K, BV, STAGES)
+    NBYTES: gl.constexpr = 2 * (3 * CHUNK * K + CHUNK * CHUNK + CHUNK * BV) + 4 * K
     if O_TMA:
         o_s = gl.allocate_shared_memory(gl.bfloat16, [2, 1, CHUNK, BV], OD.layout)
 
@@ -187,7 +207,8 @@ def _kda_scan_glt(
     col_u = iv * BV
     for i in gl.static_range(STAGES):
         if i < NT:
-            _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, i, base + i * CHUNK, col_u, NBYTES)
+            _issue(WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, bars, i, base + i * CHUNK, col_u,
+                   bh * NT + i, NBYTES)  # fmt: skip
 
     rv = col_u + gl.arange(0, BV, layout=gl.SliceLayout(1, acc_k))
     rk = gl.arange(0, K, layout=gl.SliceLayout(0, acc_k))
@@ -197,17 +218,13 @@ def _kda_scan_glt(
     else:
         S = gl.zeros([BV, K], gl.float32, acc_k)
     zc = gl.zeros([BV, CHUNK], gl.float32, acc_c)
-    g_row = gc + bh.to(gl.int64) * NT * K
-    g_next = gl.load(g_row + rk)
     sv = col_u + gl.arange(0, BV, layout=gl.SliceLayout(1, st_l))
     sc = gl.arange(0, CHUNK, layout=gl.SliceLayout(0, st_l))
 
     for c in range(NT):
         st = c % STAGES
-        g_c = g_next
-        if c + 1 < NT:
-            g_next = gl.load(g_row + (c + 1) * K + rk)
         mbarrier.wait(bars.index(st), (c // STAGES) & 1)
+        g_c = g_s.index(st).reshape([K]).load(gl.SliceLayout(0, acc_k))
         Sa = gl.convert_layout(S.to(gl.bfloat16), a_c)
         # (before the products: ptxas waits for every product in flight before S's registers,
         # which a product defined, are touched)
@@ -225,9 +242,11 @@ def _kda_scan_glt(
         out, Uc, Sa = warpgroup_mma_wait(num_outstanding=0, deps=(out, Uc, Sa))
         if O_TMA:
             ob = o_s.index(c % 2)
-            tma.store_wait(1)  # the store from this buffer two chunks ago has read it
             ob.reshape([CHUNK, BV]).permute((1, 0)).store(out.to(gl.bfloat16))
             fence_async_shared()
+            # the store of two chunks ago waited for by its issuing thread before the barrier, so
+            # that its buffer, written next chunk, is free for every thread after it
+            tma.store_wait(0)
             # every warp is done with this stage (its products waited for, u read) and has
             # written its part of o^T
             gl.thread_barrier()
@@ -239,7 +258,8 @@ def _kda_scan_glt(
             # every warp is done with this stage (its products waited for, u read): refill it
             gl.thread_barrier()
         if c + STAGES < NT:
-            _issue(WD, QD, KD, AD, UD, w_s, q_s, k_s, a_s, u_s, bars, st, base + (c + STAGES) * CHUNK, col_u, NBYTES)
+            _issue(WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, bars, st, base + (c + STAGES) * CHUNK,
+                   col_u, bh * NT + c + STAGES, NBYTES)  # fmt: skip
 
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(bars.index(i))
@@ -247,6 +267,15 @@ def _kda_scan_glt(
         tma.store_wait(0)
     if STORE_HT:
         gl.store(hT + s_off, S)
+
+
+SMEM_BYTES = 232448  # an H100 / H200 block's shared memory
+
+
+def _smem_gl(K, bv, stages, o_tma):
+    """_kda_scan_gl's shared memory in bytes: the stages, S and U as operands, o's two buffers."""
+    stage = 2 * (3 * ROWS * K + ROWS * ROWS + ROWS * bv) + 4 * K
+    return stages * (stage + 8) + 2 * (K * bv + ROWS * bv) + (4 * ROWS * bv if o_tma else 0)
 
 
 def _desc(x2d, block):
@@ -284,12 +313,14 @@ def kda_scan_gluon(prep, h0, o, hT, bv, stages=3, transposed=False, o_tma=True):
         *(_desc(prep[n].view(BH * TP, K), [ROWS, K]) for n in ("w", "qg", "kd")),
         _desc(prep["aqk"].view(BH * TP, ROWS), [ROWS, ROWS]),
         _desc(prep["u"].view(BH * TP, V), [ROWS, bv]),
+        # e^(G_63), a row of K float32 a chunk (unswizzled: one row)
+        TensorDescriptor.from_tensor(prep["gc"].view(BH * NT, K), [1, K], gl.NVMMASharedLayout(0, 32)),
     )
-    states = (prep["gc"], dummy if h0 is None else h0, o, dummy if hT is None else hT, T, H, NT, TP)
+    states = (dummy if h0 is None else h0, o, dummy if hT is None else hT, T, H, NT, TP)
     flags = dict(K=K, V=V, BV=bv, STAGES=stages, HAS_H0=h0 is not None, STORE_HT=hT is not None, num_warps=4)
-    if not transposed:
-        _kda_scan_gl[(V // bv, BH)](*descs, *states, **flags)
-        return
     o_tma = o.dtype == torch.bfloat16 and o_tma
+    if not transposed and _smem_gl(K, bv, stages, True) > SMEM_BYTES:
+        o_tma = False  # (BV 64 with 3 stages: no room for o's two buffers)
     od = _desc(o.view(B, T, H * V), [1, ROWS, bv]) if o_tma else descs[0]
-    _kda_scan_glt[(V // bv, BH)](*descs, od, *states, O_TMA=o_tma, **flags)
+    kernel = _kda_scan_glt if transposed else _kda_scan_gl
+    kernel[(V // bv, BH)](*descs, od, *states, O_TMA=o_tma, **flags)
