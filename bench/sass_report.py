@@ -167,6 +167,12 @@ def _kda_gluon_specs(sg, c) -> dict:
             dict(consts, BV=c["bv"] or 32, O_TMA=True),
             dict(num_warps=4, maxnreg=0),
         ),
+        "scan_ws": (
+            sg._kda_scan_ws,
+            lambda a: {**types(a), "OD": _gluon_desc([1, 64, a["BV"]])},
+            dict(consts, BV=c["bv"] or 32, O_TMA=True),
+            dict(num_warps=4, maxnreg=0),
+        ),
         "scan_glt": (
             sg._kda_scan_glt,
             lambda a: {**types(a), "OD": _gluon_desc([1, 64, 64])},

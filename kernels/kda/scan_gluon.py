@@ -171,6 +171,105 @@ def _kda_scan_gl(
 
 
 @gluon.jit
+def _ws_producer(WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, ready, empty, bh, col_u, NT, TP,
+                 STAGES: gl.constexpr, NBYTES: gl.constexpr):  # fmt: skip
+    """The loading warp: each chunk's tiles into its stage once the consumers have released it."""
+    for c in range(NT):
+        st = c % STAGES
+        if c >= STAGES:
+            mbarrier.wait(empty.index(st), ((c // STAGES) - 1) & 1)
+        _issue(WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, ready, st, bh * TP + c * CHUNK, col_u,
+               bh * NT + c, NBYTES)  # fmt: skip
+
+
+@gluon.jit
+def _ws_consumer(OD, h0, hT, w_s, q_s, k_s, a_s, u_s, g_s, ready, empty, sb_s, ub_s, o_s, b, h, bh, col_u, NT,
+                 K: gl.constexpr, V: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
+                 HAS_H0: gl.constexpr, STORE_HT: gl.constexpr):  # fmt: skip
+    """The computing warpgroup of _kda_scan_ws: _kda_scan_gl's loop without the loads."""
+    acc_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    row_l: gl.constexpr = gl.SliceLayout(1, acc_l)
+    col_l: gl.constexpr = gl.SliceLayout(0, acc_l)
+    rk = gl.arange(0, K, layout=row_l)
+    rv = col_u + gl.arange(0, BV, layout=col_l)
+    s_off = bh.to(gl.int64) * K * V + rk[:, None] * V + rv[None, :]
+    if HAS_H0:
+        S = gl.load(h0 + s_off)
+    else:
+        S = gl.zeros([K, BV], gl.float32, acc_l)
+    zc = gl.zeros([CHUNK, BV], gl.float32, acc_l)
+    zk = gl.zeros([K, BV], gl.float32, acc_l)
+    for c in range(NT):
+        st = c % STAGES
+        sb_s.store(S.to(gl.bfloat16))
+        fence_async_shared()
+        gl.thread_barrier()
+        mbarrier.wait(ready.index(st), (c // STAGES) & 1)
+        ws = warpgroup_mma(w_s.index(st), sb_s, zc, use_acc=False, is_async=True)
+        qs = warpgroup_mma(q_s.index(st), sb_s, zc, use_acc=False, is_async=True)
+        u = u_s.index(st).load(acc_l).to(gl.float32)
+        g_c = g_s.index(st).reshape([K]).load(row_l)
+        ws = warpgroup_mma_wait(num_outstanding=1, deps=(ws,))
+        ub_s.store((u - ws).to(gl.bfloat16))
+        fence_async_shared()
+        gl.thread_barrier()
+        out = warpgroup_mma(a_s.index(st), ub_s, qs, is_async=True)
+        kdu = warpgroup_mma(k_s.index(st).permute((1, 0)), ub_s, zk, use_acc=False, is_async=True)
+        out = warpgroup_mma_wait(num_outstanding=1, deps=(out,))
+        ob = o_s.index(c % 2)
+        ob.reshape([CHUNK, BV]).store(out.to(gl.bfloat16))
+        fence_async_shared()
+        tma.store_wait(0)
+        kdu = warpgroup_mma_wait(num_outstanding=0, deps=(kdu,))
+        S = S * g_c[:, None] + kdu
+        # every warp is done with this stage and has written its part of o
+        gl.thread_barrier()
+        mbarrier.arrive(empty.index(st))
+        tma.async_copy_shared_to_global(OD, [b, c * CHUNK, h * V + col_u], ob)
+    tma.store_wait(0)
+    if STORE_HT:
+        gl.store(hT + s_off, S)
+
+
+@gluon.jit
+def _kda_scan_ws(
+    WD, QD, KD, AD, UD, GD, OD, h0, o, hT,
+    T, H, NT, TP,
+    K: gl.constexpr, V: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
+    HAS_H0: gl.constexpr, STORE_HT: gl.constexpr, O_TMA: gl.constexpr,
+):  # fmt: skip
+    """_kda_scan_gl with its loads in a warp of their own (warp specialisation): the computing
+    warpgroup no longer waits at a block barrier before each TMA copy or for the copy engine to
+    take it, and a stage is refilled as soon as it is released (an mbarrier a stage). o by TMA."""
+    iv = gl.program_id(0)
+    bh = gl.program_id(1)
+    w_s, q_s, k_s, a_s, u_s, g_s, ready = _stages(WD, QD, KD, AD, UD, GD, K, BV, STAGES)
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(empty.index(i), count=1)
+    sb_s = gl.allocate_shared_memory(gl.bfloat16, [K, BV], gl.NVMMASharedLayout.get_default_for([K, BV], gl.bfloat16))
+    ub_s = gl.allocate_shared_memory(
+        gl.bfloat16, [CHUNK, BV], gl.NVMMASharedLayout.get_default_for([CHUNK, BV], gl.bfloat16)
+    )
+    o_s = gl.allocate_shared_memory(gl.bfloat16, [2, 1, CHUNK, BV], OD.layout)
+    NBYTES: gl.constexpr = 2 * (3 * CHUNK * K + CHUNK * CHUNK + CHUNK * BV) + 4 * K
+    col_u = iv * BV
+    gl.warp_specialize(
+        [
+            (_ws_consumer, (OD, h0, hT, w_s, q_s, k_s, a_s, u_s, g_s, ready, empty, sb_s, ub_s, o_s, bh // H, bh % H,
+                            bh, col_u, NT, K, V, BV, STAGES, HAS_H0, STORE_HT)),
+            (_ws_producer, (WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, ready, empty, bh, col_u, NT, TP,
+                            STAGES, NBYTES)),
+        ],
+        [1],
+        [24],
+    )  # fmt: skip
+    for i in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(i))
+        mbarrier.invalidate(empty.index(i))
+
+
+@gluon.jit
 def _kda_scan_glt(
     WD, QD, KD, AD, UD, GD, OD, h0, o, hT,
     T, H, NT, TP,
@@ -298,7 +397,7 @@ def applies(prep, bv) -> bool:
     )
 
 
-def kda_scan_gluon(prep, h0, o, hT, bv, stages=3, transposed=False, o_tma=True):
+def kda_scan_gluon(prep, h0, o, hT, bv, stages=3, transposed=False, o_tma=True, ws=False):
     """The scan of kernel.kda_scan on prep's buffers, writing o and (when hT is not None) the final
     state; h0 is the float32 initial state or None. transposed: _kda_scan_glt (bv must be 64),
     storing o by TMA where o is bf16 and o_tma is set."""
@@ -322,5 +421,5 @@ def kda_scan_gluon(prep, h0, o, hT, bv, stages=3, transposed=False, o_tma=True):
     if not transposed and _smem_gl(K, bv, stages, True) > SMEM_BYTES:
         o_tma = False  # (BV 64 with 3 stages: no room for o's two buffers)
     od = _desc(o.view(B, T, H * V), [1, ROWS, bv]) if o_tma else descs[0]
-    kernel = _kda_scan_glt if transposed else _kda_scan_gl
+    kernel = _kda_scan_glt if transposed else (_kda_scan_ws if ws and o_tma else _kda_scan_gl)
     kernel[(V // bv, BH)](*descs, od, *states, O_TMA=o_tma, **flags)

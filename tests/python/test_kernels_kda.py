@@ -259,7 +259,7 @@ def test_gluon_scan_falls_back_where_it_does_not_apply():
     result as the default, not an error."""
     q, k, v, g, beta = _inputs(1, 70, 1, 16, 32, seed=21)
     o2, h2 = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, None, True, scan_impl="tl")
-    for impl in ("gluon", "gluon_t", "auto"):
+    for impl in ("gluon", "gluon_t", "gluon_ws", "auto"):
         o1, h1 = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, None, True, scan_impl=impl)
         if DEV == "cpu":
             assert torch.equal(o1, o2) and torch.equal(h1, h2), impl
@@ -270,7 +270,16 @@ def test_gluon_scan_falls_back_where_it_does_not_apply():
 @pytest.mark.skipif(DEV != "cuda" or torch.cuda.get_device_capability()[0] != 9, reason="Gluon scan: Hopper GPU only")
 @pytest.mark.parametrize(
     "impl,bv,stages",
-    [("gluon", 32, 3), ("gluon", 64, 3), ("gluon", 16, 2), ("gluon_t", 64, 3), ("auto", 32, 3), ("auto", 64, 3)],
+    [
+        ("gluon", 32, 3),
+        ("gluon", 64, 3),
+        ("gluon", 16, 2),
+        ("gluon_t", 64, 3),
+        ("auto", 32, 3),
+        ("auto", 64, 3),
+        ("gluon_ws", 32, 3),
+        ("gluon_ws", 16, 2),
+    ],
 )
 def test_gluon_scan_matches_the_tl_scan_and_the_recurrence(impl, bv, stages):
     """The Gluon scan on the prep's buffers against the tl scan on the same buffers (identical
