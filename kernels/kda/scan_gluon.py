@@ -5,26 +5,34 @@ Per chunk, with S (K x BV, float32) in registers:
 
     U = u - w S        o = qg S + Aqk U        S = e^(G_63) S + kd^T U
 
-What `tl` cannot say and this kernel does:
+What `tl` cannot say and these kernels do:
 
-* one mbarrier per pipeline stage for all five tiles of a chunk (w, qg, kd, Aqk, u), loaded by
-  TMA; Triton's `tl` lowering puts a block barrier in front of each of the five loads;
+* one mbarrier per pipeline stage for the six tiles of a chunk (w, qg, kd, Aqk, u and the row
+  e^(G_63)), loaded by TMA; Triton's `tl` lowering puts a block barrier in front of each load;
 * the products that do not depend on each other in flight together: `w S` and `qg S` are issued
   back to back and only `w S` is waited for before U is formed; `Aqk U` (accumulated onto `qg S`)
   and `kd^T U` likewise. `tl` waits for each product before it issues the next;
-* e^(G_63) of each chunk loaded by TMA with its tiles (a plain load one chunk ahead left the
-  loop waiting on it at every back edge: 19% of the stall samples in ncu).
+* o written into one of two shared buffers and stored by TMA. Stored by pointers straight from
+  the accumulator, the next chunk's first product had to wait until the stores had read those
+  registers (ncu: 19-25% of the scan's stall samples on that wait).
 
-`_kda_scan_glt` carries the transposed state S^T (BV = 64 rows, a warpgroup's) instead, so that
-S^T and U^T are the register A operands of all four products and the tiles their shared-memory B
-operands: no shared-memory round trip and no block barrier in the state's chain, and each tile is
-read once for 64 value columns. It wins where B H V / 64 programs fill the SMs (B4 T4096 H32,
-B8 T2048 H16, B1 T8192 H64: 2-3% over the tl scan's whole call) and loses at B1 H32, where it
-leaves half of them idle (docs/kernels.md).
+Three kernels, one program per (V block, head):
 
-One program per (V block, head), 4 warps (one warpgroup); dense batches only (no cu_seqlens, no
-overlap with the prep): `kernel.kda_scan` falls back to the `tl` scan otherwise. GPU only: Gluon
-has no interpreter, so the tests compare it with the `tl` scan on the GPU.
+* `_kda_scan_gl`: one warpgroup that also issues the loads;
+* `_kda_scan_ws`: the same computing warpgroup with the loads in a warp of its own (warp
+  specialisation, an "empty" mbarrier a stage). Issuing TMA copies from the computing warps cost
+  a block barrier before each copy and a wait for the copy engine to take it (ncu: 11% of the
+  samples on that wait, 14% at block barriers). The default at BV 32 (B1 H32);
+* `_kda_scan_glt` carries the transposed state S^T (BV = 64 rows, a warpgroup's), so that S^T and
+  U^T are the register A operands of all four products and the tiles their shared-memory B
+  operands: no shared-memory round trip and no block barrier in the state's chain, and each tile
+  is read once for 64 value columns. The default where B H V / 64 programs fill the SMs (B4 T4096
+  H32, B8 T2048 H16, B1 T8192 H64); at B1 H32 it leaves half of them idle. With its loads in a
+  warp of their own it measured the same (not kept).
+
+Dense batches only (no cu_seqlens, no overlap with the prep): `kernel.kda_scan` falls back to
+the `tl` scan otherwise. GPU only: Gluon has no interpreter, so the tests compare these kernels
+with the `tl` scan on the GPU.
 """
 
 from __future__ import annotations

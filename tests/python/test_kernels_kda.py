@@ -259,7 +259,7 @@ def test_gluon_scan_falls_back_where_it_does_not_apply():
     result as the default, not an error."""
     q, k, v, g, beta = _inputs(1, 70, 1, 16, 32, seed=21)
     o2, h2 = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, None, True, scan_impl="tl")
-    for impl in ("gluon", "gluon_t", "gluon_ws", "auto"):
+    for impl in kda_kernel.SCAN_IMPLS:
         o1, h1 = kda_kernel.kda_fwd_cfg(q, k, v, g, beta, 0.25, None, True, scan_impl=impl)
         if DEV == "cpu":
             assert torch.equal(o1, o2) and torch.equal(h1, h2), impl
