@@ -1,8 +1,8 @@
 """Compile the kernels for an H100/H200 (sm_90a) on any machine, no GPU needed, and report what the
 compiler made of them: registers, stack (spills), shared memory, SASS instructions, the most common
-opcodes. Kernels: the KDA intra, solve and scan kernels, the KDA scans in Gluon (scan_gl, scan_ws, scan_glt),
-and the
-MLA prefill. Triton's own ptxas and cuobjdump do the work, so the numbers match what the GPU loads.
+opcodes. Kernels: the KDA intra, solve and scan kernels, the KDA scans in Gluon (scan_gl, scan_ws,
+scan_glt), and the MLA prefill. Triton's own ptxas and cuobjdump do the work, so the numbers match
+what the GPU loads.
 
     python3 bench/sass_report.py                       # every kernel at its default knobs
     python3 bench/sass_report.py intra '{"maxnreg": 0}' scan '{"BV": 64}'
