@@ -1031,16 +1031,18 @@ _MODULES = {}
 
 
 def _scan_gluon():
-    """kernels/kda/scan_gluon.py, loaded from beside this file (kernel.py is loaded by path)."""
+    """kernels/kda/scan_gluon.py, imported from beside this file (kernel.py may be loaded by path,
+    and a task's rules allow only plain import statements)."""
     if "scan_gluon" not in _MODULES:
-        import importlib.util
         import pathlib
+        import sys
 
-        path = pathlib.Path(__file__).with_name("scan_gluon.py")
-        spec = importlib.util.spec_from_file_location("kda_scan_gluon", path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        _MODULES["scan_gluon"] = mod
+        here = str(pathlib.Path(__file__).resolve().parent)
+        if here not in sys.path:
+            sys.path.append(here)
+        import scan_gluon
+
+        _MODULES["scan_gluon"] = scan_gluon
     return _MODULES["scan_gluon"]
 
 

@@ -1,8 +1,11 @@
 """The static rules: each way of reaching a banned module or the harness is reported."""
 
+from pathlib import Path
+
 import pytest
 
-from harness.static_check import check_source
+from harness.static_check import check_dir, check_source
+from harness.taskspec import load_task
 
 BANNED = ("fla", "flash_attn", "flashinfer")
 
@@ -68,3 +71,12 @@ def test_similar_names_are_not_banned():
 def test_syntax_error_is_reported_with_line():
     v = check_source("def f(:\n", "kernel.py", BANNED)
     assert v[0].rule == "syntax" and "kernel.py:1" in v[0].reason
+
+
+@pytest.mark.parametrize("task,folder", [("kda", "kda"), ("mla", "mla"), ("mla-prefill", "mla")])
+def test_our_best_known_kernels_pass_their_tasks_static_rules(task, folder):
+    """kernels/kda and kernels/mla are evaluated as candidates (bench/kernels.py): every file in
+    them must pass the rules a submitted candidate must pass."""
+    root = Path(__file__).resolve().parents[2]
+    banned = load_task(root / "tasks" / task).banned
+    assert [v.as_dict() for v in check_dir(root / "kernels" / folder, banned)] == []
