@@ -1,7 +1,7 @@
 """Compile the kernels for an H100/H200 (sm_90a) on any machine, no GPU needed, and report what the
 compiler made of them: registers, stack (spills), shared memory, SASS instructions, the most common
-opcodes. Kernels: the KDA intra, solve and scan kernels, the KDA scans in Gluon (scan_gl, scan_ws,
-scan_glt), and the MLA prefill. Triton's own ptxas and cuobjdump do the work, so the numbers match
+opcodes. Kernels: the KDA intra, solve and scan kernels, the KDA scans in Gluon (scan_gl, scan_glt),
+and the MLA prefill. Triton's own ptxas and cuobjdump do the work, so the numbers match
 what the GPU loads.
 
     python3 bench/sass_report.py                       # every kernel at its default knobs
@@ -164,12 +164,6 @@ def _kda_gluon_specs(sg, c) -> dict:
     return {
         "scan_gl": (
             sg._kda_scan_gl,
-            lambda a: {**types(a), "OD": _gluon_desc([1, 64, a["BV"]])},
-            dict(consts, BV=c["bv"] or 32, O_TMA=True),
-            dict(num_warps=4, maxnreg=0),
-        ),
-        "scan_ws": (
-            sg._kda_scan_ws,
             lambda a: {**types(a), "OD": _gluon_desc([1, 64, a["BV"]])},
             dict(consts, BV=c["bv"] or 32, O_TMA=True),
             dict(num_warps=4, maxnreg=0),

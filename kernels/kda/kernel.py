@@ -989,10 +989,10 @@ PREP_KEYS = (
 )  # fmt: skip
 
 # scan_impl: tl, kernel 3 below; gluon, the same in Gluon (scan_gluon.py; dense batches on Hopper,
-# else tl); gluon_t, Gluon carrying S^T, BV 64; gluon_ws, gluon with its loads in a warp of their
-# own; auto (default): gluon_t where the V blocks are 64 wide, gluon_ws where they are 32, else tl
+# else tl; its loads in a warp of their own); gluon_t, Gluon carrying S^T, BV 64; auto (default):
+# gluon_t where the V blocks are 64 wide, gluon where they are 32, else tl
 # (the fastest at each task shape on an H200, bench/results/kda-2026-12-04.md runs 24-27)
-SCAN_IMPLS = ("auto", "tl", "gluon", "gluon_t", "gluon_ws")
+SCAN_IMPLS = ("auto", "tl", "gluon", "gluon_t")
 
 # The values a search may try for each knob of CONFIG.
 KNOBS = {
@@ -1339,15 +1339,14 @@ def kda_scan(prep, initial_state=None, output_final_state=False, bv=None, scan_w
     if scan_impl not in SCAN_IMPLS:
         raise ValueError(f"kda_fwd: scan_impl must be one of {SCAN_IMPLS}, got {scan_impl!r}")
     if scan_impl == "auto":
-        scan_impl = {64: "gluon_t", 32: "gluon_ws"}.get(bv, "tl")
+        scan_impl = {64: "gluon_t", 32: "gluon"}.get(bv, "tl")
     if scan_impl != "tl":
         sg = _scan_gluon()
         tr = scan_impl == "gluon_t"
-        ws = scan_impl == "gluon_ws"
         if sg.applies(prep, 64 if tr else bv):
             sg.kda_scan_gluon(prep, h0 if initial_state is not None else None, o,
                               hT if output_final_state else None, 64 if tr else bv, stages=scan_stages,
-                              transposed=tr, o_tma=scan_o_tma, ws=ws)  # fmt: skip
+                              transposed=tr, o_tma=scan_o_tma)  # fmt: skip
             return o, (hT if output_final_state else None)
     p = prep
     use_tma = scan_tma and not p["interp"]

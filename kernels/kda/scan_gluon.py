@@ -16,13 +16,13 @@ What `tl` cannot say and these kernels do:
   the accumulator, the next chunk's first product had to wait until the stores had read those
   registers (ncu: 19-25% of the scan's stall samples on that wait).
 
-Three kernels, one program per (V block, head):
+Two kernels, one program per (V block, head):
 
-* `_kda_scan_gl`: one warpgroup that also issues the loads;
-* `_kda_scan_ws`: the same computing warpgroup with the loads in a warp of its own (warp
-  specialisation, an "empty" mbarrier a stage). Issuing TMA copies from the computing warps cost
-  a block barrier before each copy and a wait for the copy engine to take it (ncu: 11% of the
-  samples on that wait, 14% at block barriers). The default at BV 32 (B1 H32);
+* `_kda_scan_gl`: one computing warpgroup, and the loads in a warp of their own (warp
+  specialisation, an "empty" mbarrier a stage). Issued from the computing warps, each TMA copy
+  cost a block barrier before it and a wait for the copy engine to take it (ncu: 11% of the
+  samples on that wait, 14% at block barriers; the producer warp took 6.6% off the whole call at
+  B1 T8192 H32). The default at BV 32 (B1 H32);
 * `_kda_scan_glt` carries the transposed state S^T (BV = 64 rows, a warpgroup's), so that S^T and
   U^T are the register A operands of all four products and the tiles their shared-memory B
   operands: no shared-memory round trip and no block barrier in the state's chain, and each tile
@@ -85,100 +85,6 @@ def _stages(WD, QD, KD, AD, UD, GD, K: gl.constexpr, BV: gl.constexpr, STAGES: g
 
 
 @gluon.jit
-def _kda_scan_gl(
-    WD, QD, KD, AD, UD, GD, OD, h0, o, hT,
-    T, H, NT, TP,
-    K: gl.constexpr, V: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-    HAS_H0: gl.constexpr, STORE_HT: gl.constexpr, O_TMA: gl.constexpr,
-):  # fmt: skip
-    """O_TMA: o written into one of two shared buffers and stored by TMA (OD, o as [B, T, H V]),
-    else stored by pointers from the accumulator's registers, which the next chunk's first
-    product then waits for (the stores read them late: a quarter of the stall samples in ncu)."""
-    iv = gl.program_id(0)
-    bh = gl.program_id(1)
-    b = bh // H
-    h = bh % H
-
-    # one warpgroup; the accumulators [64, BV] and the state [K, BV] share the wgmma layout
-    acc_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
-    row_l: gl.constexpr = gl.SliceLayout(1, acc_l)
-    col_l: gl.constexpr = gl.SliceLayout(0, acc_l)
-    opnd_l: gl.constexpr = gl.NVMMASharedLayout.get_default_for([K, BV], gl.bfloat16)
-
-    w_s, q_s, k_s, a_s, u_s, g_s, bars = _stages(WD, QD, KD, AD, UD, GD, K, BV, STAGES)
-    sb_s = gl.allocate_shared_memory(gl.bfloat16, [K, BV], opnd_l)  # S, the B operand of w S and qg S
-    ub_s = gl.allocate_shared_memory(
-        gl.bfloat16, [CHUNK, BV], gl.NVMMASharedLayout.get_default_for([CHUNK, BV], gl.bfloat16)
-    )
-    NBYTES: gl.constexpr = 2 * (3 * CHUNK * K + CHUNK * CHUNK + CHUNK * BV) + 4 * K
-    if O_TMA:
-        o_s = gl.allocate_shared_memory(gl.bfloat16, [2, 1, CHUNK, BV], OD.layout)
-
-    base = bh * TP
-    col_u = iv * BV
-    for i in gl.static_range(STAGES):
-        if i < NT:
-            _issue(WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, bars, i, base + i * CHUNK, col_u,
-                   bh * NT + i, NBYTES)  # fmt: skip
-
-    rk = gl.arange(0, K, layout=row_l)
-    rv = col_u + gl.arange(0, BV, layout=col_l)
-    rc = gl.arange(0, CHUNK, layout=row_l)
-    s_off = bh.to(gl.int64) * K * V + rk[:, None] * V + rv[None, :]
-    if HAS_H0:
-        S = gl.load(h0 + s_off)
-    else:
-        S = gl.zeros([K, BV], gl.float32, acc_l)
-    zc = gl.zeros([CHUNK, BV], gl.float32, acc_l)
-    zk = gl.zeros([K, BV], gl.float32, acc_l)
-
-    for c in range(NT):
-        st = c % STAGES
-        sb_s.store(S.to(gl.bfloat16))
-        fence_async_shared()
-        gl.thread_barrier()
-        mbarrier.wait(bars.index(st), (c // STAGES) & 1)
-        ws = warpgroup_mma(w_s.index(st), sb_s, zc, use_acc=False, is_async=True)
-        qs = warpgroup_mma(q_s.index(st), sb_s, zc, use_acc=False, is_async=True)
-        # (u and the gates read from shared memory while the products run)
-        u = u_s.index(st).load(acc_l).to(gl.float32)
-        g_c = g_s.index(st).reshape([K]).load(row_l)
-        ws = warpgroup_mma_wait(num_outstanding=1, deps=(ws,))
-        ub_s.store((u - ws).to(gl.bfloat16))
-        fence_async_shared()
-        gl.thread_barrier()
-        out = warpgroup_mma(a_s.index(st), ub_s, qs, is_async=True)
-        kdu = warpgroup_mma(k_s.index(st).permute((1, 0)), ub_s, zk, use_acc=False, is_async=True)
-        out = warpgroup_mma_wait(num_outstanding=1, deps=(out,))
-        if O_TMA:
-            ob = o_s.index(c % 2)
-            ob.reshape([CHUNK, BV]).store(out.to(gl.bfloat16))
-            fence_async_shared()
-            tma.store_wait(0)  # (the store of two chunks ago: its buffer is written next chunk)
-        else:
-            t = c * CHUNK + rc
-            optr = o + ((b * T + t).to(gl.int64) * H + h)[:, None] * V + rv[None, :]
-            gl.store(optr, out.to(o.dtype.element_ty), mask=(t < T)[:, None])
-        kdu = warpgroup_mma_wait(num_outstanding=0, deps=(kdu,))
-        S = S * g_c[:, None] + kdu
-        # every warp is done with this stage (its products waited for, u read) and has written
-        # its part of o: refill the stage, store o
-        gl.thread_barrier()
-        if O_TMA:
-            tma.async_copy_shared_to_global(OD, [b, c * CHUNK, h * V + col_u], ob)
-        if c + STAGES < NT:
-            _issue(WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, bars, st, base + (c + STAGES) * CHUNK,
-                   col_u, bh * NT + c + STAGES, NBYTES)  # fmt: skip
-
-    for i in gl.static_range(STAGES):
-        mbarrier.invalidate(bars.index(i))
-    if O_TMA:
-        tma.store_wait(0)
-    if STORE_HT:
-        gl.store(hT + s_off, S)
-
-
-@gluon.jit
 def _ws_producer(WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, ready, empty, bh, col_u, NT, TP,
                  STAGES: gl.constexpr, NBYTES: gl.constexpr):  # fmt: skip
     """The loading warp: each chunk's tiles into its stage once the consumers have released it."""
@@ -191,15 +97,17 @@ def _ws_producer(WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, ready, em
 
 
 @gluon.jit
-def _ws_consumer(OD, h0, hT, w_s, q_s, k_s, a_s, u_s, g_s, ready, empty, sb_s, ub_s, o_s, b, h, bh, col_u, NT,
-                 K: gl.constexpr, V: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-                 HAS_H0: gl.constexpr, STORE_HT: gl.constexpr):  # fmt: skip
-    """The computing warpgroup of _kda_scan_ws: _kda_scan_gl's loop without the loads."""
+def _ws_consumer(OD, h0, o, hT, w_s, q_s, k_s, a_s, u_s, g_s, ready, empty, sb_s, ub_s, o_s, b, h, bh, col_u,
+                 T, H, NT, K: gl.constexpr, V: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
+                 HAS_H0: gl.constexpr, STORE_HT: gl.constexpr, O_TMA: gl.constexpr):  # fmt: skip
+    """The computing warpgroup of _kda_scan_gl: per chunk the four products, S and U through shared
+    memory as the B operands, o by TMA (or, without O_TMA, by pointers), the stage released."""
     acc_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     row_l: gl.constexpr = gl.SliceLayout(1, acc_l)
     col_l: gl.constexpr = gl.SliceLayout(0, acc_l)
     rk = gl.arange(0, K, layout=row_l)
     rv = col_u + gl.arange(0, BV, layout=col_l)
+    rc = gl.arange(0, CHUNK, layout=row_l)
     s_off = bh.to(gl.int64) * K * V + rk[:, None] * V + rv[None, :]
     if HAS_H0:
         S = gl.load(h0 + s_off)
@@ -224,31 +132,42 @@ def _ws_consumer(OD, h0, hT, w_s, q_s, k_s, a_s, u_s, g_s, ready, empty, sb_s, u
         out = warpgroup_mma(a_s.index(st), ub_s, qs, is_async=True)
         kdu = warpgroup_mma(k_s.index(st).permute((1, 0)), ub_s, zk, use_acc=False, is_async=True)
         out = warpgroup_mma_wait(num_outstanding=1, deps=(out,))
-        ob = o_s.index(c % 2)
-        ob.reshape([CHUNK, BV]).store(out.to(gl.bfloat16))
-        fence_async_shared()
-        tma.store_wait(0)
+        if O_TMA:
+            ob = o_s.index(c % 2)
+            ob.reshape([CHUNK, BV]).store(out.to(gl.bfloat16))
+            fence_async_shared()
+            # (the store of two chunks ago, waited for by the thread that issued it before the
+            # barrier below, so that its buffer, written next chunk, is free for every thread)
+            tma.store_wait(0)
+        else:
+            t = c * CHUNK + rc
+            optr = o + ((b * T + t).to(gl.int64) * H + h)[:, None] * V + rv[None, :]
+            gl.store(optr, out.to(o.dtype.element_ty), mask=(t < T)[:, None])
         kdu = warpgroup_mma_wait(num_outstanding=0, deps=(kdu,))
         S = S * g_c[:, None] + kdu
         # every warp is done with this stage and has written its part of o
         gl.thread_barrier()
         mbarrier.arrive(empty.index(st))
-        tma.async_copy_shared_to_global(OD, [b, c * CHUNK, h * V + col_u], ob)
-    tma.store_wait(0)
+        if O_TMA:
+            tma.async_copy_shared_to_global(OD, [b, c * CHUNK, h * V + col_u], ob)
+    if O_TMA:
+        tma.store_wait(0)
     if STORE_HT:
         gl.store(hT + s_off, S)
 
 
 @gluon.jit
-def _kda_scan_ws(
+def _kda_scan_gl(
     WD, QD, KD, AD, UD, GD, OD, h0, o, hT,
     T, H, NT, TP,
     K: gl.constexpr, V: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
     HAS_H0: gl.constexpr, STORE_HT: gl.constexpr, O_TMA: gl.constexpr,
 ):  # fmt: skip
-    """_kda_scan_gl with its loads in a warp of their own (warp specialisation): the computing
-    warpgroup no longer waits at a block barrier before each TMA copy or for the copy engine to
-    take it, and a stage is refilled as soon as it is released (an mbarrier a stage). o by TMA."""
+    """The scan carrying S (K x BV): one computing warpgroup (_ws_consumer) and one warp that issues
+    the loads (_ws_producer; warp specialisation): the computing warps never wait at a block
+    barrier before a TMA copy or for the copy engine to take it, and a stage is refilled as soon as
+    it is released (an "empty" mbarrier a stage). O_TMA: o through two shared buffers and TMA (OD,
+    o as [B, T, H V]), else by pointers."""
     iv = gl.program_id(0)
     bh = gl.program_id(1)
     w_s, q_s, k_s, a_s, u_s, g_s, ready = _stages(WD, QD, KD, AD, UD, GD, K, BV, STAGES)
@@ -259,13 +178,16 @@ def _kda_scan_ws(
     ub_s = gl.allocate_shared_memory(
         gl.bfloat16, [CHUNK, BV], gl.NVMMASharedLayout.get_default_for([CHUNK, BV], gl.bfloat16)
     )
-    o_s = gl.allocate_shared_memory(gl.bfloat16, [2, 1, CHUNK, BV], OD.layout)
+    if O_TMA:
+        o_s = gl.allocate_shared_memory(gl.bfloat16, [2, 1, CHUNK, BV], OD.layout)
+    else:
+        o_s = ub_s  # (never used)
     NBYTES: gl.constexpr = 2 * (3 * CHUNK * K + CHUNK * CHUNK + CHUNK * BV) + 4 * K
     col_u = iv * BV
     gl.warp_specialize(
         [
-            (_ws_consumer, (OD, h0, hT, w_s, q_s, k_s, a_s, u_s, g_s, ready, empty, sb_s, ub_s, o_s, bh // H, bh % H,
-                            bh, col_u, NT, K, V, BV, STAGES, HAS_H0, STORE_HT)),
+            (_ws_consumer, (OD, h0, o, hT, w_s, q_s, k_s, a_s, u_s, g_s, ready, empty, sb_s, ub_s, o_s, bh // H,
+                            bh % H, bh, col_u, T, H, NT, K, V, BV, STAGES, HAS_H0, STORE_HT, O_TMA)),
             (_ws_producer, (WD, QD, KD, AD, UD, GD, w_s, q_s, k_s, a_s, u_s, g_s, ready, empty, bh, col_u, NT, TP,
                             STAGES, NBYTES)),
         ],
@@ -380,9 +302,10 @@ SMEM_BYTES = 232448  # an H100 / H200 block's shared memory
 
 
 def _smem_gl(K, bv, stages, o_tma):
-    """_kda_scan_gl's shared memory in bytes: the stages, S and U as operands, o's two buffers."""
+    """_kda_scan_gl's shared memory in bytes: the stages and their two mbarriers, S and U as
+    operands, o's two buffers."""
     stage = 2 * (3 * ROWS * K + ROWS * ROWS + ROWS * bv) + 4 * K
-    return stages * (stage + 8) + 2 * (K * bv + ROWS * bv) + (4 * ROWS * bv if o_tma else 0)
+    return stages * (stage + 16) + 2 * (K * bv + ROWS * bv) + (4 * ROWS * bv if o_tma else 0)
 
 
 def _desc(x2d, block):
@@ -405,7 +328,7 @@ def applies(prep, bv) -> bool:
     )
 
 
-def kda_scan_gluon(prep, h0, o, hT, bv, stages=3, transposed=False, o_tma=True, ws=False):
+def kda_scan_gluon(prep, h0, o, hT, bv, stages=3, transposed=False, o_tma=True):
     """The scan of kernel.kda_scan on prep's buffers, writing o and (when hT is not None) the final
     state; h0 is the float32 initial state or None. transposed: _kda_scan_glt (bv must be 64),
     storing o by TMA where o is bf16 and o_tma is set."""
@@ -426,8 +349,8 @@ def kda_scan_gluon(prep, h0, o, hT, bv, stages=3, transposed=False, o_tma=True, 
     states = (dummy if h0 is None else h0, o, dummy if hT is None else hT, T, H, NT, TP)
     flags = dict(K=K, V=V, BV=bv, STAGES=stages, HAS_H0=h0 is not None, STORE_HT=hT is not None, num_warps=4)
     o_tma = o.dtype == torch.bfloat16 and o_tma
-    if not transposed and _smem_gl(K, bv, stages, True) > SMEM_BYTES:
+    if not transposed and _smem_gl(K, bv, stages, True) > SMEM_BYTES - 1024:  # (1 KB for alignment)
         o_tma = False  # (BV 64 with 3 stages: no room for o's two buffers)
     od = _desc(o.view(B, T, H * V), [1, ROWS, bv]) if o_tma else descs[0]
-    kernel = _kda_scan_glt if transposed else (_kda_scan_ws if ws and o_tma else _kda_scan_gl)
+    kernel = _kda_scan_glt if transposed else _kda_scan_gl
     kernel[(V // bv, BH)](*descs, od, *states, O_TMA=o_tma, **flags)

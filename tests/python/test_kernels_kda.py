@@ -277,8 +277,6 @@ def test_gluon_scan_falls_back_where_it_does_not_apply():
         ("gluon_t", 64, 3),
         ("auto", 32, 3),
         ("auto", 64, 3),
-        ("gluon_ws", 32, 3),
-        ("gluon_ws", 16, 2),
     ],
 )
 def test_gluon_scan_matches_the_tl_scan_and_the_recurrence(impl, bv, stages):
