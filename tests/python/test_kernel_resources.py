@@ -75,3 +75,31 @@ def test_a_register_cap_that_spills_is_seen():
 def test_unknown_override_is_refused():
     p, _ = report("scan", '{"NOT_A_KNOB": 1}')
     assert p.returncode != 0 and "no constexpr" in p.stderr
+
+
+def _scan_gluon():
+    """kernels/kda/scan_gluon.py (its host-side helpers need no GPU)."""
+    sys.path.insert(0, str(ROOT / "kernels" / "kda"))
+    try:
+        import scan_gluon
+    finally:
+        sys.path.pop(0)
+    return scan_gluon
+
+
+@pytest.mark.parametrize("bv,stages,o_tma", [(32, 3, True), (64, 3, False), (16, 2, True), (64, 2, True)])
+def test_the_gluon_scans_shared_memory_estimate_matches_the_compiler(bv, stages, o_tma):
+    """kda_scan_gluon decides from _smem_gl whether o's two buffers fit (else o goes by pointers):
+    the estimate must be what the compiler allocates, to within the 1 KB it keeps in reserve."""
+    scan_gluon = _scan_gluon()
+    p, rows = report("scan_gl", json.dumps({"BV": bv, "STAGES": stages, "O_TMA": o_tma}))
+    assert p.returncode == 0, p.stderr[-2000:]
+    est = scan_gluon._smem_gl(128, bv, stages, o_tma)
+    assert abs(rows[0]["shared"] - est) <= 1024, (rows[0]["shared"], est)
+    assert rows[0]["shared"] <= scan_gluon.SMEM_BYTES
+
+
+def test_o_buffers_that_do_not_fit_are_left_out():
+    scan_gluon = _scan_gluon()
+    assert scan_gluon._smem_gl(128, 64, 3, True) > scan_gluon.SMEM_BYTES - 1024
+    assert scan_gluon._smem_gl(128, 32, 3, True) <= scan_gluon.SMEM_BYTES - 1024
