@@ -42,8 +42,12 @@ the scan runs one program per (V block, head, sequence).
 
 Kernel 3 (`_kda_scan`, one program per (V block, head)) carries S (K x BV, float32) through the
 chunks in order and writes o; it is the only sequential part. Splitting V into blocks gives
-B * H * V / BV programs, enough to fill the 132 SMs of an H200 at B = 1.
+B * H * V / BV programs, enough to fill the 132 SMs of an H200 at B = 1. On a Hopper GPU with a
+dense batch the default (`scan_impl="auto"`) runs a Gluon version of it instead (scan_gluon.py).
 """
+
+import pathlib
+import sys
 
 import torch
 import triton
@@ -991,7 +995,7 @@ PREP_KEYS = (
 # scan_impl: tl, kernel 3 below; gluon, the same in Gluon (scan_gluon.py; dense batches on Hopper,
 # else tl; its loads in a warp of their own); gluon_t, Gluon carrying S^T, BV 64; auto (default):
 # gluon_t where the V blocks are 64 wide, gluon where they are 32, else tl
-# (the fastest at each task shape on an H200, bench/results/kda-2026-12-04.md runs 24-27)
+# (the fastest at each task shape on an H200, bench/results/kda-2026-12-04.md runs 24-30)
 SCAN_IMPLS = ("auto", "tl", "gluon", "gluon_t")
 
 # The values a search may try for each knob of CONFIG.
@@ -1027,23 +1031,15 @@ KNOBS = {
 }
 
 
-_MODULES = {}
-
-
 def _scan_gluon():
     """kernels/kda/scan_gluon.py, imported from beside this file (kernel.py may be loaded by path,
     and a task's rules allow only plain import statements)."""
-    if "scan_gluon" not in _MODULES:
-        import pathlib
-        import sys
+    here = str(pathlib.Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.append(here)
+    import scan_gluon
 
-        here = str(pathlib.Path(__file__).resolve().parent)
-        if here not in sys.path:
-            sys.path.append(here)
-        import scan_gluon
-
-        _MODULES["scan_gluon"] = scan_gluon
-    return _MODULES["scan_gluon"]
+    return scan_gluon
 
 
 def _desc(x, block):
