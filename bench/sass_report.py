@@ -197,12 +197,35 @@ def _mla_specs(mk) -> dict:
     }
 
 
+def _mla_gluon_specs(dg) -> dict:
+    """The Gluon MLA decode (kernels/mla/decode_gluon.py) at the task shape: BLOCK_N 64, 1 stage."""
+    return {
+        "decode_gl": (
+            dg._mla_decode_gl,
+            lambda a: {
+                "QV": _gluon_desc([64, 512]),
+                "QP": _gluon_desc([64, 64]),
+                "KVV": _gluon_desc([a["BLOCK_N"], 512]),
+                "KVP": _gluon_desc([a["BLOCK_N"], 64]),
+                "PO": "*bf16",
+                "LSE": "*fp32",
+                "O": "*bf16",
+                "TR": "*i64",
+                "scale_log2": "fp32",
+            },
+            dict(BLOCK_N=64, DV=512, D_PE=64, STAGES=1, SPLIT=True, TRACE=False),
+            dict(num_warps=8, maxnreg=0),
+        ),
+    }
+
+
 def specs() -> dict:
     kk = _load("kda_kernel", "kernels/kda/kernel.py")
     return {
         **_kda_specs(kk),
         **_kda_gluon_specs(_load("kda_scan_gluon", "kernels/kda/scan_gluon.py"), kk.CONFIG),
         **_mla_specs(_load("mla_kernel", "kernels/mla/kernel.py")),
+        **_mla_gluon_specs(_load("mla_decode_gluon", "kernels/mla/decode_gluon.py")),
     }
 
 

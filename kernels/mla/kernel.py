@@ -32,6 +32,8 @@ The knobs are plain dictionaries (``DECODE_CONFIG``, ``PREFILL_CONFIG``) so a se
 from __future__ import annotations
 
 import os
+import pathlib
+import sys
 
 import torch
 import triton
@@ -42,6 +44,9 @@ LOG2E = 1.4426950408889634
 
 # Tunable knobs. num_splits = 0 means "choose from the SM count".
 DECODE_CONFIG = {
+    "impl": "tl",
+    "gl_block_n": 64,
+    "gl_stages": 0,
     "BLOCK_M": 64,
     "BLOCK_N": 32,
     "BLOCK_DV": 256,
@@ -61,6 +66,9 @@ NUM_SMS_FALLBACK = 132
 
 KNOBS = {
     "decode": {
+        "impl": ["gluon", "tl"],
+        "gl_block_n": [32, 64],
+        "gl_stages": [0, 1, 2, 3],
         "BLOCK_M": [64],
         "BLOCK_N": [32, 64, 128],
         "BLOCK_DV": [128, 256, 512],
@@ -540,11 +548,83 @@ def _sync_buffer(device: torch.device):
     return _SYNC[key]
 
 
+def _decode_gluon():
+    """kernels/mla/decode_gluon.py, imported from beside this file (kernel.py may be loaded by path,
+    and a task's rules allow only plain import statements)."""
+    here = str(pathlib.Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.append(here)
+    import decode_gluon
+
+    return decode_gluon
+
+
+def _merge(po, lse, o2, S, block_dv):
+    """The split-merge kernel over partials po [B, M, S, dv] and lse [B, M, S] into o2 [B, M, dv]."""
+    B, M, dv = o2.shape
+    mdv = min(block_dv, dv)
+    _decode_merge_kernel[(M, dv // mdv, B)](
+        po,
+        lse,
+        o2,
+        S,
+        po.stride(0),
+        po.stride(1),
+        po.stride(2),
+        lse.stride(0),
+        lse.stride(1),
+        o2.stride(0),
+        o2.stride(1),
+        BLOCK_S=max(2, triton.next_power_of_2(S)),
+        BLOCK_DV=mdv,
+        num_warps=4,
+    )
+
+
+def _decode_gl(q, kv, scale, dv, cfg, dims):
+    """decode_with_config's Gluon path (decode_gluon.py): the split kernel, then the merge kernel."""
+    B, Sq, H, Skv, d_pe = dims
+    M = Sq * H
+    bn = cfg["gl_block_n"]
+    if bn not in KNOBS["decode"]["gl_block_n"]:
+        raise ValueError(f"mla_decode: gl_block_n={bn} must be one of {KNOBS['decode']['gl_block_n']}")
+    dg = _decode_gluon()
+    m_blocks = triton.cdiv(M, dg.ROWS)
+    S = cfg["num_splits"] or decode_splits(B * m_blocks, Skv, bn, _num_sms(q.device))
+    split_len = triton.cdiv(triton.cdiv(Skv, S), bn) * bn
+    S = triton.cdiv(Skv, split_len)
+    # every tile of a split in flight at once where it fits (one tile a split at Sq 1)
+    stages = cfg["gl_stages"] or min(split_len // bn, 2 if bn == 64 else 3)
+    o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
+    o2 = o.view(B, M, dv)
+    if S == 1:
+        po, lse = o2.view(B, M, 1, dv), o2.new_empty((B, M, 1), dtype=torch.float32)
+    else:
+        po = torch.empty((B, M, S, dv), device=q.device, dtype=torch.bfloat16)
+        lse = torch.empty((B, M, S), device=q.device, dtype=torch.float32)
+    trace = None
+    if cfg["trace"]:
+        trace = torch.zeros((B, m_blocks, S, 8), device=q.device, dtype=torch.int64)
+        LAST_TRACE[0] = trace
+    dg.decode_split_gluon(
+        q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), po, lse, o2, scale * LOG2E,
+        M, Skv, Sq, H, split_len, S, B, dv, block_n=bn, stages=stages, trace=trace,
+    )  # fmt: skip
+    if S > 1:
+        _merge(po, lse, o2, S, cfg["merge_block_dv"])
+    return o
+
+
 def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = None):
     cfg = {**DECODE_CONFIG, **(cfg or {})}
     B, Sq, H, Skv, d_pe = _check(q, kv, dv, "mla_decode")
     q = q.contiguous()
     kv = kv.contiguous()
+    if cfg["impl"] not in KNOBS["decode"]["impl"]:
+        raise ValueError(f"mla_decode: impl={cfg['impl']!r} must be one of {KNOBS['decode']['impl']}")
+    # gluon: the Gluon split kernel where it applies (Hopper, bf16; not the interpreter), else tl
+    if cfg["impl"] == "gluon" and not _interpreting() and _decode_gluon().applies(q, kv, dv):
+        return _decode_gl(q, kv, scale, dv, cfg, (B, Sq, H, Skv, d_pe))
     M = Sq * H
     BLOCK_M, BLOCK_N = cfg["BLOCK_M"], cfg["BLOCK_N"]
     block_dv = min(cfg["BLOCK_DV"], dv)
@@ -649,23 +729,7 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
         **extra,
     )
     if mode == 1:
-        mdv = min(cfg["merge_block_dv"], dv)
-        _decode_merge_kernel[(M, dv // mdv, B)](
-            po,
-            lse,
-            o2,
-            S,
-            po.stride(0),
-            po.stride(1),
-            po.stride(2),
-            lse.stride(0),
-            lse.stride(1),
-            o2.stride(0),
-            o2.stride(1),
-            BLOCK_S=block_s,
-            BLOCK_DV=mdv,
-            num_warps=4,
-        )
+        _merge(po, lse, o2, S, cfg["merge_block_dv"])
     return o
 
 

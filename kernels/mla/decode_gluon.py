@@ -1,0 +1,215 @@
+"""The MLA decode split kernel (kernel.py's `_decode_kernel`) in Gluon, Triton's lower-level
+language, for Hopper: the same split-KV flash-decoding with the layouts written out.
+
+Program (split, row block of 64 (position, head) rows, batch), 8 warps = two warpgroups:
+
+    s = q kv^T (K = 576)   p = 2^(s scale log2(e) - m)   acc = acc alpha + p kv[:, :DV]
+
+What the `tl` kernel cannot say and this one does:
+
+* the score tile is split between the warpgroups (each computes BLOCK_N / 2 of its kv rows, the
+  accumulator layout `warps_per_cta=[4, 2]`), where Triton's `tl` lays a product that feeds
+  another product over warps along M only, so that each warpgroup of 8 warps computed the whole
+  tile (or, with 4 warps, the two column halves of o went to two programs that each recomputed it);
+* p goes through one shared buffer as the A operand of `p kv`, and each warpgroup multiplies it
+  by its own half of the value columns (the [4, 2] layout of the 64 x DV accumulator, 128
+  registers a thread);
+* q and the first STAGES kv tiles are all requested by TMA at the program's start, each group on
+  its own mbarrier, and a stage is refilled as soon as both warpgroups are done with it.
+
+Each program writes its normalised partial output (bf16; o itself when there is one split) and its
+log-sum-exp; kernel.py's merge kernel combines the splits. GPU only (Gluon has no interpreter):
+the tests compare it with the `tl` kernel and the float32 reference on the GPU.
+"""
+
+from __future__ import annotations
+
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+ROWS = 64  # rows of a block: one warpgroup's MMA height
+BM = gl.constexpr(ROWS)
+SMEM_BYTES = 232448  # an H100 / H200 block's shared memory
+
+
+@gluon.jit
+def _now(x):
+    """The GPU's global nanosecond timer (for TRACE; x only gives the result its shape)."""
+    return gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [x], dtype=gl.int64, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _load_tile(KVV, KVP, kv_v, kv_p, bars, st, row, NBYTES: gl.constexpr):
+    """kv rows [row, row + BLOCK_N) into stage st (value columns and rope columns), signalled on
+    the stage's mbarrier."""
+    bar = bars.index(st)
+    mbarrier.expect(bar, NBYTES)
+    tma.async_copy_global_to_shared(KVV, [row, 0], bar, kv_v.index(st))
+    tma.async_copy_global_to_shared(KVP, [row, 0], bar, kv_p.index(st))
+
+
+@gluon.jit
+def _mla_decode_gl(
+    QV, QP, KVV, KVP, PO, LSE, O, TR,
+    scale_log2, M, Skv, Sq, H, split_len,
+    stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
+    BLOCK_N: gl.constexpr, DV: gl.constexpr, D_PE: gl.constexpr, STAGES: gl.constexpr,
+    SPLIT: gl.constexpr, TRACE: gl.constexpr,
+):  # fmt: skip
+    """SPLIT: write the normalised partial to PO[b, row, split] and the log-sum-exp (base 2) to
+    LSE[b, row, split]; else o to O[b, row]. The descriptors: QV / QP over q as [B * M, D] (the
+    value columns / the rope columns), KVV / KVP over kv as [B * Skv, D] likewise. TRACE: global-timer
+    stamps (ns) in TR[program, 0..4]: start, q arrived, first kv tile arrived, loop done, stored."""
+    pid_s = gl.program_id(0)
+    pid_m = gl.program_id(1)
+    b = gl.program_id(2)
+    if TRACE:
+        tr = TR + ((b * gl.num_programs(1) + pid_m) * gl.num_programs(0) + pid_s) * 8
+        gl.store(tr, _now(pid_s))
+    s_l: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 2], instr_shape=[16, BLOCK_N // 2, 16]
+    )
+    o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2], instr_shape=[16, DV // 2, 16])
+    q_v = gl.allocate_shared_memory(gl.bfloat16, [BM, DV], QV.layout)
+    q_p = gl.allocate_shared_memory(gl.bfloat16, [BM, D_PE], QP.layout)
+    kv_v = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_N, DV], KVV.layout)
+    kv_p = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_N, D_PE], KVP.layout)
+    p_s = gl.allocate_shared_memory(
+        gl.bfloat16, [BM, BLOCK_N], gl.NVMMASharedLayout.get_default_for([BM, BLOCK_N], gl.bfloat16)
+    )
+    qbar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(qbar.index(0), count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(bars.index(i), count=1)
+
+    row0 = pid_m * BM
+    last_row = gl.minimum(row0 + BM, M) - 1
+    start = pid_s * split_len
+    # the block's last row sees the most; nothing in this split past that is needed
+    end = gl.minimum(gl.minimum(start + split_len, Skv), Skv - Sq + last_row // H + 1)
+    n_tiles = (end - start + BLOCK_N - 1) // BLOCK_N
+
+    mbarrier.expect(qbar.index(0), 2 * BM * (DV + D_PE))
+    tma.async_copy_global_to_shared(QV, [b * M + row0, 0], qbar.index(0), q_v)
+    tma.async_copy_global_to_shared(QP, [b * M + row0, 0], qbar.index(0), q_p)
+    NBYTES: gl.constexpr = 2 * BLOCK_N * (DV + D_PE)
+    # rows past this batch's cache are another batch's (or zeros past the tensor): masked below
+    kv0 = b * Skv + start
+    for i in gl.static_range(STAGES):
+        if i < n_tiles:
+            _load_tile(KVV, KVP, kv_v, kv_p, bars, i, kv0 + i * BLOCK_N, NBYTES)
+
+    rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, s_l))
+    limit = Skv - Sq + rows // H  # last kv index row r may see (causal at the end of the cache)
+    m_i = gl.full([BM], -1.0e30, gl.float32, gl.SliceLayout(1, s_l))
+    l_i = gl.zeros([BM], gl.float32, gl.SliceLayout(1, s_l))
+    acc = gl.zeros([BM, DV], gl.float32, o_l)
+    zs = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
+    mbarrier.wait(qbar.index(0), 0)
+    if TRACE:
+        gl.store(tr + 1, _now(pid_s))
+    for t in range(n_tiles):
+        st = t % STAGES
+        mbarrier.wait(bars.index(st), (t // STAGES) & 1)
+        if TRACE:
+            if t == 0:
+                gl.store(tr + 2, _now(pid_s))
+        s = warpgroup_mma(q_v, kv_v.index(st).permute((1, 0)), zs, use_acc=False, is_async=True)
+        s = warpgroup_mma(q_p, kv_p.index(st).permute((1, 0)), s, is_async=True)
+        s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
+        cols = start + t * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
+        visible = (cols < end)[None, :] & (cols[None, :] <= limit[:, None])
+        s = gl.where(visible, s * scale_log2, float("-inf"))
+        m_new = gl.maximum(m_i, gl.max(s, 1))
+        alpha = gl.exp2(m_i - m_new)
+        p = gl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + gl.sum(p, 1)
+        m_i = m_new
+        p_s.store(p.to(gl.bfloat16))
+        fence_async_shared()
+        gl.thread_barrier()
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
+        # the same kv rows, already on chip, are the values: each warpgroup its DV / 2 columns
+        acc = warpgroup_mma(p_s, kv_v.index(st), acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        # both warpgroups are done with this stage and with p_s: refill the stage
+        gl.thread_barrier()
+        if t + STAGES < n_tiles:
+            _load_tile(KVV, KVP, kv_v, kv_p, bars, st, kv0 + (t + STAGES) * BLOCK_N, NBYTES)
+
+    mbarrier.invalidate(qbar.index(0))
+    for i in gl.static_range(STAGES):
+        mbarrier.invalidate(bars.index(i))
+    if TRACE:
+        gl.store(tr + 3, _now(gl.sum(l_i, 0).to(gl.int32, bitcast=True)))
+    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_l))
+    empty = l_o == 0.0
+    l_safe = gl.where(empty, 1.0, l_o)
+    out = acc * (1.0 / l_safe)[:, None]
+    orow = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, o_l))
+    ocol = gl.arange(0, DV, layout=gl.SliceLayout(0, o_l))
+    row_ok = orow < M
+    if SPLIT:
+        lse = gl.where(empty, float("-inf"), gl.convert_layout(m_i, gl.SliceLayout(1, o_l)) + gl.log2(l_safe))
+        pbase = PO + b.to(gl.int64) * stride_pb + pid_s.to(gl.int64) * stride_ps
+        gl.store(pbase + orow[:, None] * stride_pm + ocol[None, :], out.to(PO.dtype.element_ty), mask=row_ok[:, None])
+        gl.store(LSE + b.to(gl.int64) * stride_lb + orow * stride_lm + pid_s, lse, mask=row_ok)
+    else:
+        obase = O + b.to(gl.int64) * stride_ob
+        gl.store(obase + orow[:, None] * stride_om + ocol[None, :], out.to(O.dtype.element_ty), mask=row_ok[:, None])
+    if TRACE:
+        gl.thread_barrier()
+        gl.store(tr + 4, _now(pid_s))
+
+
+def smem_bytes(dv, d_pe, block_n, stages):
+    """_mla_decode_gl's shared memory: q, the kv stages, p, the mbarriers."""
+    return 2 * (ROWS * (dv + d_pe) + stages * block_n * (dv + d_pe) + ROWS * block_n) + 8 * (stages + 1)
+
+
+def applies(q, kv, dv) -> bool:
+    """Whether the Gluon kernel takes this call: a Hopper GPU, bf16, value width 128..512 and rope 64
+    wide or less (both powers of two), TMA-aligned rows."""
+    d = q.shape[-1]
+    return (
+        q.is_cuda
+        and torch.cuda.get_device_capability(q.device)[0] == 9
+        and q.dtype == torch.bfloat16
+        and 128 <= dv <= 512
+        and 16 <= d - dv <= 64
+        and q.data_ptr() % 16 == 0
+        and kv.data_ptr() % 16 == 0
+    )
+
+
+def _desc(x2d, block):
+    return TensorDescriptor.from_tensor(x2d, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+
+
+def decode_split_gluon(q2, kv2, po, lse, o2, scale_log2, M, Skv, Sq, H, split_len, num_splits, B, dv,
+                       block_n=64, stages=1, trace=None):  # fmt: skip
+    """One launch of _mla_decode_gl over q2 [B * M, D] and kv2 [B * Skv, D] (contiguous); writes the
+    partials po [B, M, S, dv] and lse [B, M, S] when num_splits > 1, else o2 [B, M, dv]. trace: an
+    int64 tensor of 8 stamps a program, or None."""
+    if smem_bytes(dv, q2.shape[1] - dv, block_n, stages) > SMEM_BYTES - 1024:
+        raise ValueError(f"mla decode (gluon): BLOCK_N={block_n} with {stages} stages does not fit in shared memory")
+    qd = (_desc(q2[:, :dv], [ROWS, dv]), _desc(q2[:, dv:], [ROWS, q2.shape[1] - dv]))
+    kd = (_desc(kv2[:, :dv], [block_n, dv]), _desc(kv2[:, dv:], [block_n, kv2.shape[1] - dv]))
+    m_blocks = (M + ROWS - 1) // ROWS
+    _mla_decode_gl[(num_splits, m_blocks, B)](
+        *qd, *kd, po, lse, o2, lse if trace is None else trace,
+        scale_log2, M, Skv, Sq, H, split_len,
+        po.stride(0), po.stride(1), po.stride(2), lse.stride(0), lse.stride(1), o2.stride(0), o2.stride(1),
+        BLOCK_N=block_n, DV=dv, D_PE=q2.shape[1] - dv, STAGES=stages, SPLIT=num_splits > 1,
+        TRACE=trace is not None, num_warps=8,
+    )  # fmt: skip
