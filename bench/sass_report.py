@@ -203,9 +203,11 @@ def _mla_gluon_specs(dg) -> dict:
         "decode_gl": (
             dg._mla_decode_gl,
             lambda a: {
-                "QV": _gluon_desc([64, 512]),
-                "QP": _gluon_desc([64, 64]),
-                "KVV": _gluon_desc([a["BLOCK_N"], 512]),
+                "QV": _gluon_desc([1, 64, 512 // a["KS"]]),
+                "QP": _gluon_desc([1, 64, 64]),
+                "POD": _gluon_desc([1, 64, 512]),
+                "OD": _gluon_desc([1, 64, 512]),
+                "KVV": _gluon_desc([a["BLOCK_N"], 512 // a["KS"]]),
                 "KVP": _gluon_desc([a["BLOCK_N"], 64]),
                 "PO": "*bf16",
                 "LSE": "*fp32",
@@ -213,7 +215,7 @@ def _mla_gluon_specs(dg) -> dict:
                 "TR": "*i64",
                 "scale_log2": "fp32",
             },
-            dict(BLOCK_N=64, DV=512, D_PE=64, STAGES=1, SPLIT=True, TRACE=False),
+            dict(BLOCK_N=64, DV=512, D_PE=64, STAGES=1, SPLIT=True, TRACE=False, KS=4, O_TMA=True),
             dict(num_warps=8, maxnreg=0),
         ),
     }

@@ -48,29 +48,38 @@ def _now(x):
 
 
 @gluon.jit
-def _load_tile(KVV, KVP, kv_v, kv_p, bars, st, row, NBYTES: gl.constexpr):
-    """kv rows [row, row + BLOCK_N) into stage st (value columns and rope columns), signalled on
-    the stage's mbarrier."""
-    bar = bars.index(st)
-    mbarrier.expect(bar, NBYTES)
-    tma.async_copy_global_to_shared(KVV, [row, 0], bar, kv_v.index(st))
-    tma.async_copy_global_to_shared(KVP, [row, 0], bar, kv_p.index(st))
+def _load_tile(KVV, KVP, kv_v, kv_p, bars, st, row, BLOCK_N: gl.constexpr, DV: gl.constexpr, D_PE: gl.constexpr,
+               KS: gl.constexpr):  # fmt: skip
+    """kv rows [row, row + BLOCK_N) into stage st in KS column slices, each on its own mbarrier
+    (the rope columns with the first), so that the score product can start on the first slice."""
+    W: gl.constexpr = DV // KS
+    for k in gl.static_range(KS):
+        bar = bars.index(st * KS + k)
+        mbarrier.expect(bar, 2 * BLOCK_N * (W + (D_PE if k == 0 else 0)))
+        tma.async_copy_global_to_shared(KVV, [row, k * W], bar, kv_v.index(st).slice(k * W, W, 1))
+        if k == 0:
+            tma.async_copy_global_to_shared(KVP, [row, 0], bar, kv_p.index(st))
 
 
 @gluon.jit
 def _mla_decode_gl(
-    QV, QP, KVV, KVP, PO, LSE, O, TR,
+    QV, QP, KVV, KVP, POD, OD, PO, LSE, O, TR,
     scale_log2, M, Skv, Sq, H, split_len,
     stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
     BLOCK_N: gl.constexpr, DV: gl.constexpr, D_PE: gl.constexpr, STAGES: gl.constexpr,
-    SPLIT: gl.constexpr, TRACE: gl.constexpr,
+    SPLIT: gl.constexpr, TRACE: gl.constexpr, KS: gl.constexpr, O_TMA: gl.constexpr,
 ):  # fmt: skip
     """SPLIT: write the normalised partial to PO[b, row, split] and the log-sum-exp (base 2) to
-    LSE[b, row, split]; else o to O[b, row]. The descriptors: QV / QP over q as [B * M, D] (the
-    value columns / the rope columns), KVV / KVP over kv as [B * Skv, D] likewise. TRACE: global-timer
-    stamps (ns) in TR[program, 0..4]: start, q arrived, first kv tile arrived, loop done, stored."""
+    LSE[b, row, split]; else o to O[b, row]. The descriptors: QV / QP over q as [B, M, D] (the
+    value columns, DV / KS at a time / the rope columns), KVV / KVP over kv as [B * Skv, D]
+    likewise; O_TMA: the output tile goes through q's value buffer (free after the loop) and TMA,
+    by POD (the partials as [B * S, M, DV]) or OD (o as [B, M, DV]), else by pointers. KS: q and
+    each kv tile arrive in KS column slices, each on its own mbarrier, and the score product
+    takes each slice as it lands. TRACE: global-timer stamps (ns) in TR[program, 0..4]: start, q's
+    first slice arrived, first kv tile's first slice arrived, loop done, stored."""
     pid_s = gl.program_id(0)
-    pid_m = gl.program_id(1)
+    # the heaviest row blocks (the end of the sequence, when Sq > 1) first
+    pid_m = gl.num_programs(1) - 1 - gl.program_id(1)
     b = gl.program_id(2)
     if TRACE:
         tr = TR + ((b * gl.num_programs(1) + pid_m) * gl.num_programs(0) + pid_s) * 8
@@ -79,17 +88,21 @@ def _mla_decode_gl(
         version=[3, 0], warps_per_cta=[4, 2], instr_shape=[16, BLOCK_N // 2, 16]
     )
     o_l: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2], instr_shape=[16, DV // 2, 16])
-    q_v = gl.allocate_shared_memory(gl.bfloat16, [BM, DV], QV.layout)
-    q_p = gl.allocate_shared_memory(gl.bfloat16, [BM, D_PE], QP.layout)
+    W: gl.constexpr = DV // KS
+    q_v3 = gl.allocate_shared_memory(gl.bfloat16, [1, BM, DV], QV.layout)
+    q_p3 = gl.allocate_shared_memory(gl.bfloat16, [1, BM, D_PE], QP.layout)
+    q_v = q_v3.reshape([BM, DV])
+    q_p = q_p3.reshape([BM, D_PE])
     kv_v = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_N, DV], KVV.layout)
     kv_p = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_N, D_PE], KVP.layout)
     p_s = gl.allocate_shared_memory(
         gl.bfloat16, [BM, BLOCK_N], gl.NVMMASharedLayout.get_default_for([BM, BLOCK_N], gl.bfloat16)
     )
-    qbar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(qbar.index(0), count=1)
-    for i in gl.static_range(STAGES):
+    qbars = gl.allocate_shared_memory(gl.int64, [KS, 1], mbarrier.MBarrierLayout())
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES * KS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(KS):
+        mbarrier.init(qbars.index(i), count=1)
+    for i in gl.static_range(STAGES * KS):
         mbarrier.init(bars.index(i), count=1)
 
     row0 = pid_m * BM
@@ -99,15 +112,18 @@ def _mla_decode_gl(
     end = gl.minimum(gl.minimum(start + split_len, Skv), Skv - Sq + last_row // H + 1)
     n_tiles = (end - start + BLOCK_N - 1) // BLOCK_N
 
-    mbarrier.expect(qbar.index(0), 2 * BM * (DV + D_PE))
-    tma.async_copy_global_to_shared(QV, [b * M + row0, 0], qbar.index(0), q_v)
-    tma.async_copy_global_to_shared(QP, [b * M + row0, 0], qbar.index(0), q_p)
-    NBYTES: gl.constexpr = 2 * BLOCK_N * (DV + D_PE)
+    # q in KS slices (the rope columns with the first); rows past M, when M is not a multiple of
+    # 64, come as zeros
+    for k in gl.static_range(KS):
+        mbarrier.expect(qbars.index(k), 2 * BM * (W + (D_PE if k == 0 else 0)))
+        tma.async_copy_global_to_shared(QV, [b, row0, k * W], qbars.index(k), q_v3.slice(k * W, W, 2))
+        if k == 0:
+            tma.async_copy_global_to_shared(QP, [b, row0, 0], qbars.index(0), q_p3)
     # rows past this batch's cache are another batch's (or zeros past the tensor): masked below
     kv0 = b * Skv + start
     for i in gl.static_range(STAGES):
         if i < n_tiles:
-            _load_tile(KVV, KVP, kv_v, kv_p, bars, i, kv0 + i * BLOCK_N, NBYTES)
+            _load_tile(KVV, KVP, kv_v, kv_p, bars, i, kv0 + i * BLOCK_N, BLOCK_N, DV, D_PE, KS)
 
     rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, s_l))
     limit = Skv - Sq + rows // H  # last kv index row r may see (causal at the end of the cache)
@@ -115,17 +131,24 @@ def _mla_decode_gl(
     l_i = gl.zeros([BM], gl.float32, gl.SliceLayout(1, s_l))
     acc = gl.zeros([BM, DV], gl.float32, o_l)
     zs = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
-    mbarrier.wait(qbar.index(0), 0)
     if TRACE:
+        mbarrier.wait(qbars.index(0), 0)
         gl.store(tr + 1, _now(pid_s))
     for t in range(n_tiles):
         st = t % STAGES
-        mbarrier.wait(bars.index(st), (t // STAGES) & 1)
+        kvs = kv_v.index(st)
+        # (q's barriers complete once: waiting on them again returns at once)
+        mbarrier.wait(qbars.index(0), 0)
+        mbarrier.wait(bars.index(st * KS), (t // STAGES) & 1)
         if TRACE:
             if t == 0:
                 gl.store(tr + 2, _now(pid_s))
-        s = warpgroup_mma(q_v, kv_v.index(st).permute((1, 0)), zs, use_acc=False, is_async=True)
-        s = warpgroup_mma(q_p, kv_p.index(st).permute((1, 0)), s, is_async=True)
+        s = warpgroup_mma(q_p, kv_p.index(st).permute((1, 0)), zs, use_acc=False, is_async=True)
+        s = warpgroup_mma(q_v.slice(0, W, 1), kvs.slice(0, W, 1).permute((1, 0)), s, is_async=True)
+        for k in gl.static_range(1, KS):
+            mbarrier.wait(qbars.index(k), 0)
+            mbarrier.wait(bars.index(st * KS + k), (t // STAGES) & 1)
+            s = warpgroup_mma(q_v.slice(k * W, W, 1), kvs.slice(k * W, W, 1).permute((1, 0)), s, is_async=True)
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
         cols = start + t * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
         visible = (cols < end)[None, :] & (cols[None, :] <= limit[:, None])
@@ -140,15 +163,16 @@ def _mla_decode_gl(
         gl.thread_barrier()
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
         # the same kv rows, already on chip, are the values: each warpgroup its DV / 2 columns
-        acc = warpgroup_mma(p_s, kv_v.index(st), acc, is_async=True)
+        acc = warpgroup_mma(p_s, kvs, acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         # both warpgroups are done with this stage and with p_s: refill the stage
         gl.thread_barrier()
         if t + STAGES < n_tiles:
-            _load_tile(KVV, KVP, kv_v, kv_p, bars, st, kv0 + (t + STAGES) * BLOCK_N, NBYTES)
+            _load_tile(KVV, KVP, kv_v, kv_p, bars, st, kv0 + (t + STAGES) * BLOCK_N, BLOCK_N, DV, D_PE, KS)
 
-    mbarrier.invalidate(qbar.index(0))
-    for i in gl.static_range(STAGES):
+    for i in gl.static_range(KS):
+        mbarrier.invalidate(qbars.index(i))
+    for i in gl.static_range(STAGES * KS):
         mbarrier.invalidate(bars.index(i))
     if TRACE:
         gl.store(tr + 3, _now(gl.sum(l_i, 0).to(gl.int32, bitcast=True)))
@@ -161,9 +185,20 @@ def _mla_decode_gl(
     row_ok = orow < M
     if SPLIT:
         lse = gl.where(empty, float("-inf"), gl.convert_layout(m_i, gl.SliceLayout(1, o_l)) + gl.log2(l_safe))
+        gl.store(LSE + b.to(gl.int64) * stride_lb + orow * stride_lm + pid_s, lse, mask=row_ok)
+    if O_TMA:
+        # every product that read q is done (waited for in the loop): q's buffer takes the tile
+        q_v.store(out.to(gl.bfloat16))
+        fence_async_shared()
+        gl.thread_barrier()
+        if SPLIT:
+            tma.async_copy_shared_to_global(POD, [b * gl.num_programs(0) + pid_s, row0, 0], q_v3)
+        else:
+            tma.async_copy_shared_to_global(OD, [b, row0, 0], q_v3)
+        tma.store_wait(0)
+    elif SPLIT:
         pbase = PO + b.to(gl.int64) * stride_pb + pid_s.to(gl.int64) * stride_ps
         gl.store(pbase + orow[:, None] * stride_pm + ocol[None, :], out.to(PO.dtype.element_ty), mask=row_ok[:, None])
-        gl.store(LSE + b.to(gl.int64) * stride_lb + orow * stride_lm + pid_s, lse, mask=row_ok)
     else:
         obase = O + b.to(gl.int64) * stride_ob
         gl.store(obase + orow[:, None] * stride_om + ocol[None, :], out.to(O.dtype.element_ty), mask=row_ok[:, None])
@@ -172,9 +207,9 @@ def _mla_decode_gl(
         gl.store(tr + 4, _now(pid_s))
 
 
-def smem_bytes(dv, d_pe, block_n, stages):
+def smem_bytes(dv, d_pe, block_n, stages, kslices):
     """_mla_decode_gl's shared memory: q, the kv stages, p, the mbarriers."""
-    return 2 * (ROWS * (dv + d_pe) + stages * block_n * (dv + d_pe) + ROWS * block_n) + 8 * (stages + 1)
+    return 2 * (ROWS * (dv + d_pe) + stages * block_n * (dv + d_pe) + ROWS * block_n) + 8 * (stages + 1) * kslices
 
 
 def applies(q, kv, dv) -> bool:
@@ -197,19 +232,24 @@ def _desc(x2d, block):
 
 
 def decode_split_gluon(q2, kv2, po, lse, o2, scale_log2, M, Skv, Sq, H, split_len, num_splits, B, dv,
-                       block_n=64, stages=1, trace=None):  # fmt: skip
+                       block_n=64, stages=1, trace=None, kslices=4, o_tma=True):  # fmt: skip
     """One launch of _mla_decode_gl over q2 [B * M, D] and kv2 [B * Skv, D] (contiguous); writes the
-    partials po [B, M, S, dv] and lse [B, M, S] when num_splits > 1, else o2 [B, M, dv]. trace: an
-    int64 tensor of 8 stamps a program, or None."""
-    if smem_bytes(dv, q2.shape[1] - dv, block_n, stages) > SMEM_BYTES - 1024:
+    partials po and lse [B, M, S] when num_splits > 1, else o2 [B, M, dv]; po is [B, S, M, dv] with
+    o_tma (stored by TMA), else [B, M, S, dv]. trace: an int64 tensor of 8 stamps a program, or None."""
+    if smem_bytes(dv, q2.shape[1] - dv, block_n, stages, kslices) > SMEM_BYTES - 1024:
         raise ValueError(f"mla decode (gluon): BLOCK_N={block_n} with {stages} stages does not fit in shared memory")
-    qd = (_desc(q2[:, :dv], [ROWS, dv]), _desc(q2[:, dv:], [ROWS, q2.shape[1] - dv]))
-    kd = (_desc(kv2[:, :dv], [block_n, dv]), _desc(kv2[:, dv:], [block_n, kv2.shape[1] - dv]))
+    d_pe = q2.shape[1] - dv
+    q3 = q2.view(B, M, dv + d_pe)
+    qd = (_desc(q3[:, :, :dv], [1, ROWS, dv // kslices]), _desc(q3[:, :, dv:], [1, ROWS, d_pe]))
+    # (the descriptor not used for the output is a placeholder of the same type)
+    od = _desc(o2, [1, ROWS, dv])
+    pod = _desc(po.transpose(1, 2).reshape(B * num_splits, M, dv), [1, ROWS, dv]) if o_tma and num_splits > 1 else od
+    kd = (_desc(kv2[:, :dv], [block_n, dv // kslices]), _desc(kv2[:, dv:], [block_n, d_pe]))
     m_blocks = (M + ROWS - 1) // ROWS
     _mla_decode_gl[(num_splits, m_blocks, B)](
-        *qd, *kd, po, lse, o2, lse if trace is None else trace,
+        *qd, *kd, pod, od, po, lse, o2, lse if trace is None else trace,
         scale_log2, M, Skv, Sq, H, split_len,
         po.stride(0), po.stride(1), po.stride(2), lse.stride(0), lse.stride(1), o2.stride(0), o2.stride(1),
         BLOCK_N=block_n, DV=dv, D_PE=q2.shape[1] - dv, STAGES=stages, SPLIT=num_splits > 1,
-        TRACE=trace is not None, num_warps=8,
+        TRACE=trace is not None, KS=kslices, O_TMA=o_tma, num_warps=8,
     )  # fmt: skip

@@ -44,9 +44,11 @@ LOG2E = 1.4426950408889634
 
 # Tunable knobs. num_splits = 0 means "choose from the SM count".
 DECODE_CONFIG = {
-    "impl": "tl",
+    "impl": "gluon",
     "gl_block_n": 64,
     "gl_stages": 0,
+    "gl_kslices": 4,
+    "gl_o_tma": True,
     "BLOCK_M": 64,
     "BLOCK_N": 32,
     "BLOCK_DV": 256,
@@ -61,7 +63,15 @@ DECODE_CONFIG = {
     "fused_merge_dv": 0,
     "trace": False,
 }
-PREFILL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2}
+PREFILL_CONFIG = {
+    "impl": "gluon",
+    "gl_stages": 2,
+    "BLOCK_M": 64,
+    "BLOCK_N": 64,
+    "BLOCK_DV": 512,
+    "num_warps": 8,
+    "num_stages": 2,
+}
 NUM_SMS_FALLBACK = 132
 
 KNOBS = {
@@ -69,6 +79,8 @@ KNOBS = {
         "impl": ["gluon", "tl"],
         "gl_block_n": [32, 64],
         "gl_stages": [0, 1, 2, 3],
+        "gl_kslices": [1, 2, 4],
+        "gl_o_tma": [False, True],
         "BLOCK_M": [64],
         "BLOCK_N": [32, 64, 128],
         "BLOCK_DV": [128, 256, 512],
@@ -83,6 +95,8 @@ KNOBS = {
         "fused_merge_dv": [0, 64, 128, 256, 512],
     },
     "prefill": {
+        "impl": ["gluon", "tl"],
+        "gl_stages": [1, 2],
         "BLOCK_M": [64, 128],
         "BLOCK_N": [32, 64, 128],
         "BLOCK_DV": [128, 256, 512],
@@ -586,8 +600,6 @@ def _decode_gl(q, kv, scale, dv, cfg, dims):
     B, Sq, H, Skv, d_pe = dims
     M = Sq * H
     bn = cfg["gl_block_n"]
-    if bn not in KNOBS["decode"]["gl_block_n"]:
-        raise ValueError(f"mla_decode: gl_block_n={bn} must be one of {KNOBS['decode']['gl_block_n']}")
     dg = _decode_gluon()
     m_blocks = triton.cdiv(M, dg.ROWS)
     S = cfg["num_splits"] or decode_splits(B * m_blocks, Skv, bn, _num_sms(q.device))
@@ -599,6 +611,9 @@ def _decode_gl(q, kv, scale, dv, cfg, dims):
     o2 = o.view(B, M, dv)
     if S == 1:
         po, lse = o2.view(B, M, 1, dv), o2.new_empty((B, M, 1), dtype=torch.float32)
+    elif cfg["gl_o_tma"]:  # each program's tile contiguous ([B, S, M, dv]) for its TMA store
+        po = torch.empty((B, S, M, dv), device=q.device, dtype=torch.bfloat16).transpose(1, 2)
+        lse = torch.empty((B, M, S), device=q.device, dtype=torch.float32)
     else:
         po = torch.empty((B, M, S, dv), device=q.device, dtype=torch.bfloat16)
         lse = torch.empty((B, M, S), device=q.device, dtype=torch.float32)
@@ -608,7 +623,8 @@ def _decode_gl(q, kv, scale, dv, cfg, dims):
         LAST_TRACE[0] = trace
     dg.decode_split_gluon(
         q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), po, lse, o2, scale * LOG2E,
-        M, Skv, Sq, H, split_len, S, B, dv, block_n=bn, stages=stages, trace=trace,
+        M, Skv, Sq, H, split_len, S, B, dv, block_n=bn, stages=stages, trace=trace, kslices=cfg["gl_kslices"],
+        o_tma=cfg["gl_o_tma"],
     )  # fmt: skip
     if S > 1:
         _merge(po, lse, o2, S, cfg["merge_block_dv"])
@@ -620,8 +636,9 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
     B, Sq, H, Skv, d_pe = _check(q, kv, dv, "mla_decode")
     q = q.contiguous()
     kv = kv.contiguous()
-    if cfg["impl"] not in KNOBS["decode"]["impl"]:
-        raise ValueError(f"mla_decode: impl={cfg['impl']!r} must be one of {KNOBS['decode']['impl']}")
+    for knob in ("impl", "gl_block_n", "gl_kslices", "gl_stages"):
+        if cfg[knob] not in KNOBS["decode"][knob]:
+            raise ValueError(f"mla_decode: {knob}={cfg[knob]!r} must be one of {KNOBS['decode'][knob]}")
     # gluon: the Gluon split kernel where it applies (Hopper, bf16; not the interpreter), else tl
     if cfg["impl"] == "gluon" and not _interpreting() and _decode_gluon().applies(q, kv, dv):
         return _decode_gl(q, kv, scale, dv, cfg, (B, Sq, H, Skv, d_pe))
@@ -739,6 +756,19 @@ def prefill_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = N
     q = q.contiguous()
     kv = kv.contiguous()
     M = Sq * H
+    for knob in ("impl", "gl_stages"):
+        if cfg[knob] not in KNOBS["prefill"][knob]:
+            raise ValueError(f"mla_prefill: {knob}={cfg[knob]!r} must be one of {KNOBS['prefill'][knob]}")
+    # gluon: the decode's Gluon kernel with one split (a causal prefill is a decode whose queries
+    # are the whole cache), where it applies; else the tl kernel below
+    if cfg["impl"] == "gluon" and not _interpreting() and _decode_gluon().applies(q, kv, dv):
+        o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
+        o2 = o.view(B, M, dv)
+        _decode_gluon().decode_split_gluon(
+            q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), o2.view(B, M, 1, dv), o2, o2, scale * LOG2E,
+            M, Skv, Sq, H, Skv, 1, B, dv, block_n=64, stages=cfg["gl_stages"], kslices=1,
+        )  # fmt: skip
+        return o
     BLOCK_M, BLOCK_N = cfg["BLOCK_M"], cfg["BLOCK_N"]
     block_dv = min(cfg["BLOCK_DV"], dv)
     m_blocks = triton.cdiv(M, BLOCK_M)

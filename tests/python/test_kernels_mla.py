@@ -32,6 +32,10 @@ def _load(name: str):
 K = _load("kernel")
 R = _load("reference")
 TOL = 1.5e-2  # bf16 inputs and output: measured errors sit near 4e-3
+# the split kernels: tl everywhere; the Gluon one (decode_gluon.py) on a Hopper GPU only
+IMPLS = ["tl"]
+if DEVICE == "cuda" and torch.cuda.get_device_capability()[0] == 9:
+    IMPLS.append("gluon")
 D, DV = 576, 512
 SCALES = (576**-0.5, 0.3)
 
@@ -69,8 +73,31 @@ DECODE_CASES = [
 @pytest.mark.parametrize("B,Sq,H,Skv,cfg", DECODE_CASES)
 def test_decode_matches_float32_reference(B, Sq, H, Skv, cfg, scale):
     q, kv = _inputs(B, Sq, H, Skv, seed=B * 1000 + Sq * 100 + Skv)
-    out = K.decode_with_config(q, kv, scale, DV, cfg)
+    out = K.decode_with_config(q, kv, scale, DV, {**cfg, "impl": "tl"})
     _check(out, R.mla_reference(q.cpu(), kv.cpu(), scale, DV), f"decode B{B} Sq{Sq} H{H} Skv{Skv}")
+
+
+# The Gluon kernel's own cases (GPU): caches long enough for several 64-row tiles a split, ragged
+# ends, row blocks of several positions and partial row blocks (H * Sq not a multiple of 64),
+# splits that see nothing (Sq 4, a short last split), each stage count and slicing, o by pointers.
+GLUON_CASES = [
+    (1, 1, 64, 1000, {"num_splits": 5}),
+    (2, 2, 16, 333, {"num_splits": 3}),
+    (1, 4, 8, 700, {"num_splits": 4, "gl_stages": 1}),
+    (3, 1, 64, 8191, {}),
+    (1, 4, 64, 300, {"num_splits": 2, "gl_kslices": 2, "gl_o_tma": False}),
+    (1, 2, 64, 129, {"num_splits": 3, "gl_block_n": 32, "gl_stages": 3}),
+    (2, 1, 4, 50, {}),
+]
+
+
+@pytest.mark.skipif("gluon" not in IMPLS, reason="the Gluon kernel needs a Hopper GPU")
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("B,Sq,H,Skv,cfg", GLUON_CASES)
+def test_gluon_decode_matches_float32_reference(B, Sq, H, Skv, cfg, scale):
+    q, kv = _inputs(B, Sq, H, Skv, seed=B * 1000 + Sq * 100 + Skv)
+    out = K.decode_with_config(q, kv, scale, DV, {**cfg, "impl": "gluon"})
+    _check(out, R.mla_reference(q.cpu(), kv.cpu(), scale, DV), f"gluon decode B{B} Sq{Sq} H{H} Skv{Skv} {cfg}")
 
 
 def test_decode_public_entry_point_uses_its_own_split_choice():
@@ -79,11 +106,12 @@ def test_decode_public_entry_point_uses_its_own_split_choice():
     _check(out, R.mla_reference(q.cpu(), kv.cpu(), 0.1, DV), "mla_decode default config")
 
 
-def test_decode_is_not_the_uncausal_answer():
+@pytest.mark.parametrize("impl", IMPLS)
+def test_decode_is_not_the_uncausal_answer(impl):
     # with Sq > 1 the early queries must not see the last cache rows: make those rows dominate
     q, kv = _inputs(1, 4, 2, 24, seed=11)
     kv[:, -3:] = (q[0, -1, 0] * 4).to(kv.dtype)
-    out = K.decode_with_config(q, kv, 0.2, DV, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 2})
+    out = K.decode_with_config(q, kv, 0.2, DV, {"BLOCK_M": 16, "BLOCK_N": 16, "num_splits": 2, "impl": impl})
     ref = R.mla_reference(q.cpu(), kv.cpu(), 0.2, DV)
     _check(out, ref, "decode causal")
     full = torch.einsum("bqhd,bkd->bhqk", q.cpu().float(), kv.cpu().float()).mul(0.2).softmax(-1)
@@ -91,13 +119,16 @@ def test_decode_is_not_the_uncausal_answer():
     assert R.rms_rel_err(out.cpu(), uncausal) > 10 * TOL, "decode ignored the causal mask"
 
 
-@pytest.mark.parametrize("block_dv", [512, 128])
-def test_decode_survives_a_growing_maximum(block_dv):
+@pytest.mark.parametrize("block_dv,impl,skv", [(512, "tl", 61), (128, "tl", 61), (512, "gluon", 200)])
+def test_decode_survives_a_growing_maximum(block_dv, impl, skv):
     # later cache rows score far higher than early ones: the running maximum must be refreshed
-    q, kv = _inputs(2, 2, 4, 61, seed=21)
-    kv[:, 30:40] *= 4
-    kv[:, 50:] *= 8
-    cfg = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": block_dv, "num_splits": 2}
+    # (Skv 200 for the Gluon kernel: its 64-row tiles see the growth from one tile to the next)
+    if impl not in IMPLS:
+        pytest.skip("the Gluon kernel needs a Hopper GPU")
+    q, kv = _inputs(2, 2, 4, skv, seed=21)
+    kv[:, skv // 2 : skv // 2 + 10] *= 4
+    kv[:, skv - 11 :] *= 8
+    cfg = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": block_dv, "num_splits": 2, "impl": impl, "gl_stages": 1}
     out = K.decode_with_config(q, kv, 0.3, DV, cfg)
     _check(out, R.mla_reference(q.cpu(), kv.cpu(), 0.3, DV), f"decode growing maximum {cfg}")
 
@@ -105,12 +136,12 @@ def test_decode_survives_a_growing_maximum(block_dv):
 def test_decode_refuses_a_column_tiling_it_cannot_do():
     q, kv = _inputs(1, 1, 2, 8, seed=1)
     with pytest.raises(ValueError, match="BLOCK_DV"):
-        K.decode_with_config(q, kv, 0.1, DV, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 64})
+        K.decode_with_config(q, kv, 0.1, DV, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 64, "impl": "tl"})
 
 
 def test_decode_refuses_bad_profiling_and_merge_knobs():
     q, kv = _inputs(1, 1, 2, 8, seed=1)
-    base = {"BLOCK_M": 16, "BLOCK_N": 16}
+    base = {"BLOCK_M": 16, "BLOCK_N": 16, "impl": "tl"}
     if not q.is_cuda:
         with pytest.raises(ValueError, match="trace needs a GPU"):
             K.decode_with_config(q, kv, 0.1, DV, {**base, "trace": True})
@@ -119,16 +150,29 @@ def test_decode_refuses_bad_profiling_and_merge_knobs():
             K.decode_with_config(q, kv, 0.1, DV, {**base, "fused_merge_dv": bad})
 
 
+@pytest.mark.parametrize("knob,bad", [("impl", "cuda"), ("gl_block_n", 48), ("gl_kslices", 3), ("gl_stages", 5)])
+def test_decode_refuses_unknown_implementations_and_gluon_knobs(knob, bad):
+    q, kv = _inputs(1, 1, 2, 8, seed=1)
+    with pytest.raises(ValueError, match=f"mla_decode: {knob}="):
+        K.decode_with_config(q, kv, 0.1, DV, {knob: bad})
+    with pytest.raises(ValueError, match="mla_prefill: impl="):
+        K.prefill_with_config(q, kv, 0.1, DV, {"impl": "cuda"})
+
+
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize(
     "B,S,H,cfg",
     [
-        (1, 37, 2, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 512}),
-        (2, 21, 4, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 256}),
-        (1, 19, 3, {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_DV": 128}),
+        (1, 37, 2, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 512, "impl": "tl"}),
+        (2, 21, 4, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_DV": 256, "impl": "tl"}),
+        (1, 19, 3, {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_DV": 128, "impl": "tl"}),
+        (1, 200, 3, {"impl": "gluon"}),
+        (2, 150, 8, {"impl": "gluon", "gl_stages": 1}),
     ],
 )
 def test_prefill_matches_float32_reference(B, S, H, cfg, scale):
+    if cfg["impl"] not in IMPLS:
+        pytest.skip("the Gluon kernel needs a Hopper GPU")
     q, kv = _inputs(B, S, H, S, seed=B * 100 + S)
     out = K.prefill_with_config(q, kv, scale, DV, cfg)
     _check(out, R.mla_reference(q.cpu(), kv.cpu(), scale, DV), f"prefill B{B} S{S} H{H} {cfg}")
