@@ -52,12 +52,13 @@ DECODE_CONFIGS = [
     {"impl": "tl", "BLOCK_DV": 512, "num_warps": 8, "num_splits": 64},
 ]
 PREFILL_CONFIGS = [
-    dict(K.PREFILL_CONFIG),  # the shipped default
-    {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2},
-    {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 3},
-    {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2},
-    {"BLOCK_M": 128, "BLOCK_N": 16, "BLOCK_DV": 256, "num_warps": 8, "num_stages": 2},
-    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_DV": 128, "num_warps": 8, "num_stages": 1},
+    dict(K.PREFILL_CONFIG),  # the shipped default (the Gluon kernel, one split)
+    {**K.PREFILL_CONFIG, "impl": "tl"},  # the tl kernel with its default knobs
+    {"impl": "tl", "BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2},
+    {"impl": "tl", "BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 3},
+    {"impl": "tl", "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2},
+    {"impl": "tl", "BLOCK_M": 128, "BLOCK_N": 16, "BLOCK_DV": 256, "num_warps": 8, "num_stages": 2},
+    {"impl": "tl", "BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_DV": 128, "num_warps": 8, "num_stages": 1},
 ]
 
 SCALING_SKV = [int(x) for x in os.environ.get("MLA_SCALING_SKV", "512,1024,2048,4096,8192,16384").split(",")]

@@ -14,12 +14,17 @@ What the `tl` kernel cannot say and this one does:
 * p goes through one shared buffer as the A operand of `p kv`, and each warpgroup multiplies it
   by its own half of the value columns (the [4, 2] layout of the 64 x DV accumulator, 128
   registers a thread);
-* q and the first STAGES kv tiles are all requested by TMA at the program's start, each group on
-  its own mbarrier, and a stage is refilled as soon as both warpgroups are done with it.
+* q and the first STAGES kv tiles are all requested by TMA at the program's start, in KS column
+  slices (4 by default), each slice on its own mbarrier, so that the score product starts on the
+  first slice to land while the others stream in; a stage is refilled as soon as both warpgroups
+  are done with it.
 
-Each program writes its normalised partial output (bf16; o itself when there is one split) and its
-log-sum-exp; kernel.py's merge kernel combines the splits. GPU only (Gluon has no interpreter):
-the tests compare it with the `tl` kernel and the float32 reference on the GPU.
+Each program writes its normalised partial output (bf16, by TMA from q's buffer, which is free
+once the loop is done; o itself when there is one split) and its log-sum-exp; kernel.py's merge
+kernel combines the splits. With one split and the queries the whole cache the same kernel is the
+causal prefill (kernel.py's `mla_prefill`), the heaviest row blocks launched first.
+
+GPU only (Gluon has no interpreter): the tests compare it with the float32 reference on the GPU.
 """
 
 from __future__ import annotations

@@ -13,17 +13,21 @@ Both kernels treat the (query position, head) pairs of a batch element as the ro
 (row r = i * H + h); since every head reads the same latent, a block of rows shares each kv tile,
 and the scores of a block are one tensor-core product.
 
-* ``mla_decode``: split-KV flash-decoding. Program (split, column chunk, row block, batch) streams
-  one slice of the cache; each kv tile is loaded once (TMA descriptors by default) and used as K (all
-  D columns) and as V (the program's own BLOCK_DV output columns, a slice of the same shared-memory
-  tile). With BLOCK_DV = dv / 2 one warpgroup holds a 64 x 256 float32 accumulator and computes the
-  whole score tile itself; the two column chunks of a split each recompute the scores. Online
-  softmax in base 2; each program writes its normalised partial output and log-sum-exp. The merge
-  of the splits runs in the same launch behind a grid barrier when every program is resident at
-  once (cooperative launch, one program per SM), else in a second kernel.
-* ``mla_prefill``: flash attention over the same row layout, causal with block skipping (a row block
-  stops at the last kv tile its last row can see; only the diagonal tiles are masked), the output
-  dimension optionally tiled across programs (BLOCK_DV < dv) to bound the accumulator's registers.
+* ``mla_decode``: split-KV flash-decoding. Program (split, row block, batch) streams one slice of
+  the cache; each kv tile is loaded once and used as K (all D columns) and as V (the first dv
+  columns of the same shared-memory tile). By default (``impl="gluon"``, a Hopper GPU) the split
+  kernel is the Gluon kernel of decode_gluon.py: one program of two warpgroups per split, which
+  share each score tile and each take half of the value columns. Elsewhere (``impl="tl"``, the
+  interpreter, other GPUs) it is ``_decode_kernel`` below: with BLOCK_DV = dv / 2 the two column
+  halves of a split go to two programs of one warpgroup, each recomputing the scores. Online
+  softmax in base 2; each program writes its normalised partial output and log-sum-exp, and a
+  merge combines the splits (the tl kernel can run it in the same launch behind a grid barrier when
+  every program is resident at once: cooperative launch, one program per SM).
+* ``mla_prefill``: causal attention over the same row layout. By default the same Gluon kernel with
+  one split (a causal prefill is a decode whose queries are the whole cache), the heaviest row
+  blocks first; ``impl="tl"``: the flash-attention kernel ``_prefill_kernel`` below, with block
+  skipping (a row block stops at the last kv tile its last row can see; only the diagonal tiles
+  are masked) and the output dimension optionally tiled across programs (BLOCK_DV < dv).
 
 The knobs are plain dictionaries (``DECODE_CONFIG``, ``PREFILL_CONFIG``) so a search can vary them;
 ``decode_with_config`` / ``prefill_with_config`` take an explicit one.
@@ -807,8 +811,9 @@ def mla_decode(q: torch.Tensor, kv: torch.Tensor, scale: float, dv: int = 512) -
     """Decode attention of q [B, Sq, H, D] over the latent cache kv [B, Skv, D]; o [B, Sq, H, dv].
 
     For Sq > 1 the queries are the last Sq positions of the cache (causal, tril(Skv - Sq)).
-    One call at a time per device (the fused merge's barrier counters are per device); for calls
-    overlapping on several streams use ``decode_with_config(..., cfg={"fused_merge": False})``.
+    The default (Gluon) path may run on several streams at once. The tl path's fused merge keeps
+    per-device barrier counters: with ``impl="tl"`` and calls overlapping on several streams, use
+    ``decode_with_config(..., cfg={"impl": "tl", "fused_merge": False})``.
     """
     return decode_with_config(q, kv, scale, dv)
 
