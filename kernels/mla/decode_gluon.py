@@ -13,7 +13,8 @@ What the `tl` kernel cannot say and this one does:
   tile (or, with 4 warps, the two column halves of o went to two programs that each recomputed it);
 * p goes through one shared buffer as the A operand of `p kv`, and each warpgroup multiplies it
   by its own half of the value columns (the [4, 2] layout of the 64 x DV accumulator, 128
-  registers a thread);
+  registers a thread); the row sums are kept element-wise and reduced once after the loop, so the
+  row maximum is the loop's only reduction across the warpgroups;
 * q and the first STAGES kv tiles are all requested by TMA at the program's start, in KS column
   slices (4 by default), each slice on its own mbarrier, so that the score product starts on the
   first slice to land while the others stream in; a stage is refilled as soon as both warpgroups
@@ -133,7 +134,9 @@ def _mla_decode_gl(
     rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, s_l))
     limit = Skv - Sq + rows // H  # last kv index row r may see (causal at the end of the cache)
     m_i = gl.full([BM], -1.0e30, gl.float32, gl.SliceLayout(1, s_l))
-    l_i = gl.zeros([BM], gl.float32, gl.SliceLayout(1, s_l))
+    # the row sums kept element-wise (each thread its share of the tile) and reduced once, after the
+    # loop: the row maximum is then the loop's only reduction across the two warpgroups
+    l_e = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
     acc = gl.zeros([BM, DV], gl.float32, o_l)
     zs = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
     if TRACE:
@@ -161,7 +164,7 @@ def _mla_decode_gl(
         m_new = gl.maximum(m_i, gl.max(s, 1))
         alpha = gl.exp2(m_i - m_new)
         p = gl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + gl.sum(p, 1)
+        l_e = l_e * alpha[:, None] + p
         m_i = m_new
         p_s.store(p.to(gl.bfloat16))
         fence_async_shared()
@@ -179,6 +182,7 @@ def _mla_decode_gl(
         mbarrier.invalidate(qbars.index(i))
     for i in gl.static_range(STAGES * KS):
         mbarrier.invalidate(bars.index(i))
+    l_i = gl.sum(l_e, 1)
     if TRACE:
         gl.store(tr + 3, _now(gl.sum(l_i, 0).to(gl.int32, bitcast=True)))
     l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_l))
