@@ -258,7 +258,7 @@ def decode_split_gluon(q2, kv2, po, lse, o2, scale_log2, M, Skv, Sq, H, split_le
     _mla_decode_gl[(num_splits, m_blocks, B)](
         *qd, *kd, pod, od, po, lse, o2, lse if trace is None else trace,
         scale_log2, M, Skv, Sq, H, split_len,
-        po.stride(0), po.stride(1), po.stride(2), lse.stride(0), lse.stride(1), o2.stride(0), o2.stride(1),
+        *po.stride()[:3], *lse.stride()[:2], *o2.stride()[:2],
         BLOCK_N=block_n, DV=dv, D_PE=q2.shape[1] - dv, STAGES=stages, SPLIT=num_splits > 1,
         TRACE=trace is not None, KS=kslices, O_TMA=o_tma, num_warps=8,
     )  # fmt: skip

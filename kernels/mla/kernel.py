@@ -577,6 +577,12 @@ def _decode_gluon():
     return decode_gluon
 
 
+def _split_strides(po, lse, o2):
+    """The strides the split and merge kernels take: po [B, M, S, dv] (b, row, split), lse
+    [B, M, S] (b, row), o2 [B, M, dv] (b, row); the last dimension of each is contiguous."""
+    return (*po.stride()[:3], *lse.stride()[:2], *o2.stride()[:2])
+
+
 def _merge(po, lse, o2, S, block_dv):
     """The split-merge kernel over partials po [B, M, S, dv] and lse [B, M, S] into o2 [B, M, dv]."""
     B, M, dv = o2.shape
@@ -586,13 +592,7 @@ def _merge(po, lse, o2, S, block_dv):
         lse,
         o2,
         S,
-        po.stride(0),
-        po.stride(1),
-        po.stride(2),
-        lse.stride(0),
-        lse.stride(1),
-        o2.stride(0),
-        o2.stride(1),
+        *_split_strides(po, lse, o2),
         BLOCK_S=max(2, triton.next_power_of_2(S)),
         BLOCK_DV=mdv,
         num_warps=4,
@@ -727,13 +727,7 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
         q2.stride(1),
         kv.stride(0),
         kv.stride(1),
-        po.stride(0),
-        po.stride(1),
-        po.stride(2),
-        lse.stride(0),
-        lse.stride(1),
-        o2.stride(0),
-        o2.stride(1),
+        *_split_strides(po, lse, o2),
         BLOCK_M=BLOCK_M,
         BLOCK_N=BLOCK_N,
         BLOCK_DV=block_dv,
