@@ -1,5 +1,6 @@
 """MLA decode/prefill kernels (kernels/mla) against the float32 reference, through Triton's
-interpreter on the CPU (TRITON_INTERPRET=1) or on a GPU when one is present.
+interpreter on the CPU (TRITON_INTERPRET=1: the `tl` kernels) or on a GPU when one is present (on
+a Hopper GPU also the Gluon kernel of decode_gluon.py, which has no interpreter).
 
 Small shapes: the latent stays 512 + 64 wide (the kernels' real width) while heads and lengths shrink;
 lengths are chosen not to be multiples of the kv block so the tail masks are exercised.
