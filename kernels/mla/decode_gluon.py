@@ -222,15 +222,15 @@ def smem_bytes(dv, d_pe, block_n, stages, kslices):
 
 
 def applies(q, kv, dv) -> bool:
-    """Whether the Gluon kernel takes this call: a Hopper GPU, bf16, value width 128..512 and rope 64
-    wide or less (both powers of two), TMA-aligned rows."""
-    d = q.shape[-1]
+    """Whether the Gluon kernel takes this call: a Hopper GPU, bf16, DeepSeek's latent (512 value
+    and 64 rope columns: the widths its shared-memory plan and its GPU tests cover), TMA-aligned
+    tensors. Other widths take kernel.py's `tl` kernels."""
     return (
         q.is_cuda
         and torch.cuda.get_device_capability(q.device)[0] == 9
         and q.dtype == torch.bfloat16
-        and 128 <= dv <= 512
-        and 16 <= d - dv <= 64
+        and dv == 512
+        and q.shape[-1] - dv == 64
         and q.data_ptr() % 16 == 0
         and kv.data_ptr() % 16 == 0
     )
