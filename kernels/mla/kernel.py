@@ -549,6 +549,14 @@ def decode_splits(per_split: int, Skv: int, block_n: int, num_sms: int) -> int:
     return max(1, min(per, triton.cdiv(Skv, block_n)))
 
 
+def _split_plan(requested: int, per_split: int, Skv: int, block_n: int, num_sms: int) -> tuple[int, int]:
+    """(splits, split length): the requested count (0: decode_splits' choice), each split but the
+    last a whole number of kv tiles, no split left empty."""
+    S = requested or decode_splits(per_split, Skv, block_n, num_sms)
+    split_len = triton.cdiv(triton.cdiv(Skv, S), block_n) * block_n
+    return triton.cdiv(Skv, split_len), split_len
+
+
 _SYNC: dict = {}
 LAST_TRACE: list = [None]
 
@@ -606,9 +614,7 @@ def _decode_gl(q, kv, scale, dv, cfg, dims):
     bn = cfg["gl_block_n"]
     dg = _decode_gluon()
     m_blocks = triton.cdiv(M, dg.ROWS)
-    S = cfg["num_splits"] or decode_splits(B * m_blocks, Skv, bn, _num_sms(q.device))
-    split_len = triton.cdiv(triton.cdiv(Skv, S), bn) * bn
-    S = triton.cdiv(Skv, split_len)
+    S, split_len = _split_plan(cfg["num_splits"], B * m_blocks, Skv, bn, _num_sms(q.device))
     # every tile of a split in flight at once where it fits (one tile a split at Sq 1)
     stages = cfg["gl_stages"] or min(split_len // bn, 2 if bn == 64 else 3)
     o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
@@ -660,10 +666,7 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
     m_blocks = triton.cdiv(M, BLOCK_M)
     num_sms = _num_sms(q.device)
     per_split = B * m_blocks * nch
-    S = cfg["num_splits"] or decode_splits(per_split, Skv, BLOCK_N, num_sms)
-    # every split but the last holds a whole number of kv tiles
-    split_len = triton.cdiv(triton.cdiv(Skv, S), BLOCK_N) * BLOCK_N
-    S = triton.cdiv(Skv, split_len)
+    S, split_len = _split_plan(cfg["num_splits"], per_split, Skv, BLOCK_N, num_sms)
     num_programs = per_split * S
     o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
     q2 = q.view(B, M, dv + d_pe)
