@@ -31,12 +31,13 @@ test-cpp:
 test-python:
 	cd $(CURDIR) && TRITON_INTERPRET=1 $(PY) -m pytest -q tests/python
 
+# The pinned linters from the project's environment (scripts/install-deps), not whatever is on PATH.
 format:
-	clang-format -i $$(git ls-files '*.cc' '*.h')
+	$(VENV)/bin/clang-format -i $$(git ls-files '*.cc' '*.h')
 	$(VENV)/bin/ruff format harness tasks kernels bench tests
 
-lint:
-	clang-format --dry-run --Werror $$(git ls-files '*.cc' '*.h')
+lint: deps
+	$(VENV)/bin/clang-format --dry-run --Werror $$(git ls-files '*.cc' '*.h')
 	$(VENV)/bin/ruff check harness tasks kernels bench tests
 
 clean:
