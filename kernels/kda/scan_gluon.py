@@ -30,8 +30,7 @@ Two kernels, one program per (V block, head):
   H32, B8 T2048 H16, B1 T8192 H64); at B1 H32 it leaves half of them idle. With its loads in a
   warp of their own it measured the same (not kept).
 
-Dense batches only (no cu_seqlens, no overlap with the prep): `kernel.kda_scan` falls back to
-the `tl` scan otherwise. GPU only: Gluon has no interpreter, so the tests compare these kernels
+Dense batches only (no cu_seqlens): `kernel.kda_scan` falls back to the `tl` scan otherwise. GPU only: Gluon has no interpreter, so the tests compare these kernels
 with the `tl` scan on the GPU.
 """
 
@@ -313,13 +312,11 @@ def _desc(x2d, block):
 
 
 def applies(prep, bv) -> bool:
-    """Whether the Gluon scan takes this call: a dense batch on a Hopper GPU, K 128 or 64, no
-    overlap with the prep."""
+    """Whether the Gluon scan takes this call: a dense batch on a Hopper GPU, K 128 or 64."""
     B, T, H, K, V = prep["shape"]
     return (
         not prep["interp"]
         and prep["cseq"] is None
-        and not prep.get("overlap")
         and prep["qg"].is_cuda
         and torch.cuda.get_device_capability(prep["qg"].device)[0] == 9
         and K in (64, 128)
