@@ -36,29 +36,19 @@ COPY_TBPS, MATMUL_TFLOPS = 4.06, 705.0  # measured on this GPU model (docs: KERN
 
 DECODE_CONFIGS = [
     dict(K.DECODE_CONFIG),  # the shipped default (the Gluon split kernel)
-    {**K.DECODE_CONFIG, "impl": "tl"},  # the tl split kernel with its default knobs
-    {"impl": "tl", "BLOCK_DV": 512, "num_warps": 8, "fused_merge": False},  # the first design: two launches
+    {"gl_kslices": 2},
+    {"gl_stages": 1},
+    {"impl": "tl"},  # the tl split kernel with its default knobs
+    {"impl": "tl", "fused_merge": False},  # two launches
     {"impl": "tl", "BLOCK_DV": 512, "num_warps": 8},
-    {"impl": "tl", "BLOCK_DV": 256, "num_warps": 4, "fused_merge": False},
-    {"impl": "tl", "BLOCK_DV": 256, "num_warps": 4, "tma": True},
-    {"impl": "tl", "BLOCK_DV": 256, "num_warps": 4, "tma": "kv"},
-    {"impl": "tl", "BLOCK_DV": 256, "num_warps": 4, "tma": True, "fused_merge": False},
-    {"impl": "tl", "BLOCK_DV": 256, "num_warps": 4, "BLOCK_N": 32, "num_stages": 3, "tma": True},
-    {"impl": "tl", "BLOCK_DV": 128, "num_warps": 4, "tma": True},
-    {"impl": "tl", "BLOCK_DV": 256, "num_warps": 8, "tma": True},
-    {"impl": "tl", "BLOCK_DV": 256, "num_warps": 4, "tma": True, "num_splits": 32},
-    {"impl": "tl", "BLOCK_DV": 256, "num_warps": 4, "BLOCK_N": 128, "num_stages": 1, "tma": True},
-    {"impl": "tl", "BLOCK_DV": 256, "num_warps": 4, "BLOCK_N": 32, "num_stages": 3, "tma": "kv"},
-    {"impl": "tl", "BLOCK_DV": 512, "num_warps": 8, "num_splits": 64},
+    {"impl": "tl", "BLOCK_N": 64, "num_stages": 2},
+    {"impl": "tl", "num_splits": 32},
 ]
 PREFILL_CONFIGS = [
     dict(K.PREFILL_CONFIG),  # the shipped default (the Gluon kernel, one split)
-    {**K.PREFILL_CONFIG, "impl": "tl"},  # the tl kernel with its default knobs
-    {"impl": "tl", "BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2},
-    {"impl": "tl", "BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 3},
-    {"impl": "tl", "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_DV": 512, "num_warps": 8, "num_stages": 2},
-    {"impl": "tl", "BLOCK_M": 128, "BLOCK_N": 16, "BLOCK_DV": 256, "num_warps": 8, "num_stages": 2},
-    {"impl": "tl", "BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_DV": 128, "num_warps": 8, "num_stages": 1},
+    {"gl_stages": 1},
+    {"impl": "tl"},  # the tl kernel with its default knobs
+    {"impl": "tl", "BLOCK_N": 32, "num_stages": 3},
 ]
 
 SCALING_SKV = [int(x) for x in os.environ.get("MLA_SCALING_SKV", "512,1024,2048,4096,8192,16384").split(",")]
@@ -351,31 +341,6 @@ def scaling(dec):
             cold, lf, warm = time_decode(lambda: K.decode_with_config(q, kv, SCALES[0], DV, cfg))
             name = json.dumps(cfg, separators=(",", ":"))
             log(f"| {name} | {skv} | {cold:.2f} | {lf:.2f} | {warm:.2f} | {err:.1e} |")
-            if cfg.get("trace"):
-                trace_breakdown(lambda: K.decode_with_config(q, kv, SCALES[0], DV, cfg), cfg)
-
-
-TRACE_PHASES = {
-    "tl": ("loop", "store", "barrier", "merge"),
-    "gluon": ("q arrived", "first kv tile", "loop", "store"),
-}
-
-
-def trace_breakdown(fn, cfg):
-    """One eager call with the kernel's timer stamps: where a program's time goes (us)."""
-    for _ in range(3):
-        flush()
-        fn()
-    torch.cuda.synchronize()
-    tr = K.LAST_TRACE[0].view(-1, 8)[:, :5].double().cpu() / 1e3
-    t0 = tr[:, 0].min()
-    tr = tr - t0
-    names = TRACE_PHASES[cfg.get("impl", K.DECODE_CONFIG["impl"])]
-    parts = {"start": tr[:, 0], **{n: tr[:, i + 1] - tr[:, i] for i, n in enumerate(names)}, "end": tr[:, 4]}
-    log(
-        "    trace (us, min/mean/max over programs): "
-        + ", ".join(f"{k} {v.min():.2f}/{v.mean():.2f}/{v.max():.2f}" for k, v in parts.items())
-    )
 
 
 def main():

@@ -9,23 +9,22 @@ What the `tl` kernel cannot say and this one does:
 
 * the score tile is split between the warpgroups (each computes BLOCK_N / 2 of its kv rows, the
   accumulator layout `warps_per_cta=[4, 2]`), where Triton's `tl` lays a product that feeds
-  another product over warps along M only, so that each warpgroup of 8 warps computed the whole
-  tile (or, with 4 warps, the two column halves of o went to two programs that each recomputed it);
+  another product over warps along M only, so that both warpgroups would compute the whole tile;
 * p goes through one shared buffer as the A operand of `p kv`, and each warpgroup multiplies it
   by its own half of the value columns (the [4, 2] layout of the 64 x DV accumulator, 128
   registers a thread); the row sums are kept element-wise and reduced once after the loop, so the
   row maximum is the loop's only reduction across the warpgroups;
 * q and the first STAGES kv tiles are all requested by TMA at the program's start, in KS column
-  slices (4 by default), each slice on its own mbarrier, so that the score product starts on the
-  first slice to land while the others stream in; a stage is refilled as soon as both warpgroups
-  are done with it.
+  slices, each slice on its own mbarrier, so that the score product starts on the first slice to
+  land while the others stream in; a stage is refilled as soon as both warpgroups are done with it.
 
-Each program writes its normalised partial output (bf16, by TMA from q's buffer, which is free
-once the loop is done; o itself when there is one split) and its log-sum-exp; kernel.py's merge
-kernel combines the splits. With one split and the queries the whole cache the same kernel is the
-causal prefill (kernel.py's `mla_prefill`), the heaviest row blocks launched first.
+Each program writes its normalised output tile (bf16) by one TMA store from q's buffer, which is
+free once the loop is done: its partial when there are several splits (with the log-sum-exp, for
+kernel.py's merge kernel), o itself when there is one. With one split and the queries the whole
+cache the same kernel is the causal prefill (kernel.py's `mla_prefill`), the heaviest row blocks
+launched first.
 
-GPU only (Gluon has no interpreter): the tests compare it with the float32 reference on the GPU.
+GPU only (Gluon has no interpreter): the tests compare it with the reference on the GPU.
 """
 
 from __future__ import annotations
@@ -43,14 +42,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 ROWS = 64  # rows of a block: one warpgroup's MMA height
+BLOCK_N = 64  # kv rows a tile: each warpgroup's share of the score tile is one 64 x 32 MMA
 BM = gl.constexpr(ROWS)
 SMEM_BYTES = 232448  # an H100 / H200 block's shared memory
-
-
-@gluon.jit
-def _now(x):
-    """The GPU's global nanosecond timer (for TRACE; x only gives the result its shape)."""
-    return gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [x], dtype=gl.int64, is_pure=False, pack=1)
 
 
 @gluon.jit
@@ -69,27 +63,21 @@ def _load_tile(KVV, KVP, kv_v, kv_p, bars, st, row, BLOCK_N: gl.constexpr, DV: g
 
 @gluon.jit
 def _mla_decode_gl(
-    QV, QP, KVV, KVP, POD, OD, PO, LSE, O, TR,
-    scale_log2, M, Skv, Sq, H, split_len,
-    stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
+    QV, QP, KVV, KVP, OD, LSE,
+    scale_log2, M, Skv, Sq, H, split_len, stride_lb, stride_lm,
     BLOCK_N: gl.constexpr, DV: gl.constexpr, D_PE: gl.constexpr, STAGES: gl.constexpr,
-    SPLIT: gl.constexpr, TRACE: gl.constexpr, KS: gl.constexpr, O_TMA: gl.constexpr,
+    SPLIT: gl.constexpr, KS: gl.constexpr,
 ):  # fmt: skip
-    """SPLIT: write the normalised partial to PO[b, row, split] and the log-sum-exp (base 2) to
-    LSE[b, row, split]; else o to O[b, row]. The descriptors: QV / QP over q as [B, M, D] (the
-    value columns, DV / KS at a time / the rope columns), KVV / KVP over kv as [B * Skv, D]
-    likewise; O_TMA: the output tile goes through q's value buffer (free after the loop) and TMA,
-    by POD (the partials as [B * S, M, DV]) or OD (o as [B, M, DV]), else by pointers. KS: q and
-    each kv tile arrive in KS column slices, each on its own mbarrier, and the score product
-    takes each slice as it lands. TRACE: global-timer stamps (ns) in TR[program, 0..4]: start, q's
-    first slice arrived, first kv tile's first slice arrived, loop done, stored."""
+    """Descriptors: QV / QP over q as [B, M, D] (the value columns DV / KS at a time, the rope
+    columns), KVV / KVP over kv as [B * Skv, D] likewise, OD over the output as [B * S, M, DV]
+    (program (s, m, b) writes rows m * 64.. of slab b * S + s: its partial, or o when S is 1).
+    SPLIT: also write the log-sum-exp (base 2) to LSE[b, row, split]. KS: q and each kv tile
+    arrive in KS column slices, each on its own mbarrier, and the score product takes each slice
+    as it lands."""
     pid_s = gl.program_id(0)
     # the heaviest row blocks (the end of the sequence, when Sq > 1) first
     pid_m = gl.num_programs(1) - 1 - gl.program_id(1)
     b = gl.program_id(2)
-    if TRACE:
-        tr = TR + ((b * gl.num_programs(1) + pid_m) * gl.num_programs(0) + pid_s) * 8
-        gl.store(tr, _now(pid_s))
     s_l: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 2], instr_shape=[16, BLOCK_N // 2, 16]
     )
@@ -139,18 +127,12 @@ def _mla_decode_gl(
     l_e = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
     acc = gl.zeros([BM, DV], gl.float32, o_l)
     zs = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
-    if TRACE:
-        mbarrier.wait(qbars.index(0), 0)
-        gl.store(tr + 1, _now(pid_s))
     for t in range(n_tiles):
         st = t % STAGES
         kvs = kv_v.index(st)
         # (q's barriers complete once: waiting on them again returns at once)
         mbarrier.wait(qbars.index(0), 0)
         mbarrier.wait(bars.index(st * KS), (t // STAGES) & 1)
-        if TRACE:
-            if t == 0:
-                gl.store(tr + 2, _now(pid_s))
         s = warpgroup_mma(q_p, kv_p.index(st).permute((1, 0)), zs, use_acc=False, is_async=True)
         s = warpgroup_mma(q_v.slice(0, W, 1), kvs.slice(0, W, 1).permute((1, 0)), s, is_async=True)
         for k in gl.static_range(1, KS):
@@ -183,48 +165,41 @@ def _mla_decode_gl(
     for i in gl.static_range(STAGES * KS):
         mbarrier.invalidate(bars.index(i))
     l_i = gl.sum(l_e, 1)
-    if TRACE:
-        gl.store(tr + 3, _now(gl.sum(l_i, 0).to(gl.int32, bitcast=True)))
     l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_l))
+    # a split that sees no row of the cache (possible when Sq > 1) writes zeros and lse -inf
     empty = l_o == 0.0
     l_safe = gl.where(empty, 1.0, l_o)
     out = acc * (1.0 / l_safe)[:, None]
-    orow = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, o_l))
-    ocol = gl.arange(0, DV, layout=gl.SliceLayout(0, o_l))
-    row_ok = orow < M
     if SPLIT:
+        orow = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, o_l))
         lse = gl.where(empty, float("-inf"), gl.convert_layout(m_i, gl.SliceLayout(1, o_l)) + gl.log2(l_safe))
-        gl.store(LSE + b.to(gl.int64) * stride_lb + orow * stride_lm + pid_s, lse, mask=row_ok)
-    if O_TMA:
-        # every product that read q is done (waited for in the loop): q's buffer takes the tile
-        q_v.store(out.to(gl.bfloat16))
-        fence_async_shared()
-        gl.thread_barrier()
-        if SPLIT:
-            tma.async_copy_shared_to_global(POD, [b * gl.num_programs(0) + pid_s, row0, 0], q_v3)
-        else:
-            tma.async_copy_shared_to_global(OD, [b, row0, 0], q_v3)
-        tma.store_wait(0)
-    elif SPLIT:
-        pbase = PO + b.to(gl.int64) * stride_pb + pid_s.to(gl.int64) * stride_ps
-        gl.store(pbase + orow[:, None] * stride_pm + ocol[None, :], out.to(PO.dtype.element_ty), mask=row_ok[:, None])
-    else:
-        obase = O + b.to(gl.int64) * stride_ob
-        gl.store(obase + orow[:, None] * stride_om + ocol[None, :], out.to(O.dtype.element_ty), mask=row_ok[:, None])
-    if TRACE:
-        gl.thread_barrier()
-        gl.store(tr + 4, _now(pid_s))
+        gl.store(LSE + b.to(gl.int64) * stride_lb + orow * stride_lm + pid_s, lse, mask=orow < M)
+    # every product that read q is done (waited for in the loop): q's buffer takes the tile, and
+    # the TMA store clips the rows past M
+    q_v.store(out.to(gl.bfloat16))
+    fence_async_shared()
+    gl.thread_barrier()
+    tma.async_copy_shared_to_global(OD, [b * gl.num_programs(0) + pid_s, row0, 0], q_v3)
+    tma.store_wait(0)
 
 
-def smem_bytes(dv, d_pe, block_n, stages, kslices):
+def smem_bytes(dv, d_pe, stages, kslices):
     """_mla_decode_gl's shared memory: q, the kv stages, p, the mbarriers."""
-    return 2 * (ROWS * (dv + d_pe) + stages * block_n * (dv + d_pe) + ROWS * block_n) + 8 * (stages + 1) * kslices
+    return 2 * (ROWS * (dv + d_pe) + stages * BLOCK_N * (dv + d_pe) + ROWS * BLOCK_N) + 8 * (stages + 1) * kslices
+
+
+def max_stages(dv, d_pe, kslices):
+    """The most kv stages that fit in a block's shared memory (1 KB left to the compiler)."""
+    n = 1
+    while smem_bytes(dv, d_pe, n + 1, kslices) <= SMEM_BYTES - 1024:
+        n += 1
+    return n
 
 
 def applies(q, kv, dv) -> bool:
-    """Whether the Gluon kernel takes this call: a Hopper GPU, bf16, DeepSeek's latent (512 value
-    and 64 rope columns: the widths its shared-memory plan and its GPU tests cover), TMA-aligned
-    tensors. Other widths take kernel.py's `tl` kernels."""
+    """Whether this kernel takes the call: a Hopper GPU, bf16, DeepSeek's latent (512 value and 64
+    rope columns: the widths its shared-memory plan and its GPU tests cover), TMA-aligned tensors.
+    Other calls take kernel.py's `tl` kernels."""
     return (
         q.is_cuda
         and torch.cuda.get_device_capability(q.device)[0] == 9
@@ -236,29 +211,24 @@ def applies(q, kv, dv) -> bool:
     )
 
 
-def _desc(x2d, block):
-    return TensorDescriptor.from_tensor(x2d, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+def _desc(x, block):
+    return TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
 
 
-def decode_split_gluon(q2, kv2, po, lse, o2, scale_log2, M, Skv, Sq, H, split_len, num_splits, B, dv,
-                       block_n=64, stages=1, trace=None, kslices=4, o_tma=True):  # fmt: skip
-    """One launch of _mla_decode_gl over q2 [B * M, D] and kv2 [B * Skv, D] (contiguous); writes the
-    partials po and lse [B, M, S] when num_splits > 1, else o2 [B, M, dv]; po is [B, S, M, dv] with
-    o_tma (stored by TMA), else [B, M, S, dv]. trace: an int64 tensor of 8 stamps a program, or None."""
-    if smem_bytes(dv, q2.shape[1] - dv, block_n, stages, kslices) > SMEM_BYTES - 1024:
-        raise ValueError(f"mla decode (gluon): BLOCK_N={block_n} with {stages} stages does not fit in shared memory")
+def decode_split_gluon(q2, kv2, out, lse, scale_log2, M, Skv, Sq, H, split_len, num_splits, B, dv, *, stages, kslices):
+    """One launch of _mla_decode_gl over q2 [B * M, D] and kv2 [B * Skv, D] (contiguous). out is
+    [B, S, M, dv] contiguous: the partials when num_splits S > 1 (then lse [B, M, S] float32 takes
+    their log-sum-exps), else o (lse may be None)."""
     d_pe = q2.shape[1] - dv
+    if smem_bytes(dv, d_pe, stages, kslices) > SMEM_BYTES - 1024:
+        raise ValueError(f"mla decode (gluon): {stages} stages of {BLOCK_N} kv rows do not fit in shared memory")
     q3 = q2.view(B, M, dv + d_pe)
     qd = (_desc(q3[:, :, :dv], [1, ROWS, dv // kslices]), _desc(q3[:, :, dv:], [1, ROWS, d_pe]))
-    # (the descriptor not used for the output is a placeholder of the same type)
-    od = _desc(o2, [1, ROWS, dv])
-    pod = _desc(po.transpose(1, 2).reshape(B * num_splits, M, dv), [1, ROWS, dv]) if o_tma and num_splits > 1 else od
-    kd = (_desc(kv2[:, :dv], [block_n, dv // kslices]), _desc(kv2[:, dv:], [block_n, d_pe]))
+    kd = (_desc(kv2[:, :dv], [BLOCK_N, dv // kslices]), _desc(kv2[:, dv:], [BLOCK_N, d_pe]))
+    od = _desc(out.view(B * num_splits, M, dv), [1, ROWS, dv])
+    lse_arg, lse_strides = (out, (0, 0)) if lse is None else (lse, lse.stride()[:2])
     m_blocks = (M + ROWS - 1) // ROWS
     _mla_decode_gl[(num_splits, m_blocks, B)](
-        *qd, *kd, pod, od, po, lse, o2, lse if trace is None else trace,
-        scale_log2, M, Skv, Sq, H, split_len,
-        *po.stride()[:3], *lse.stride()[:2], *o2.stride()[:2],
-        BLOCK_N=block_n, DV=dv, D_PE=q2.shape[1] - dv, STAGES=stages, SPLIT=num_splits > 1,
-        TRACE=trace is not None, KS=kslices, O_TMA=o_tma, num_warps=8,
+        *qd, *kd, od, lse_arg, scale_log2, M, Skv, Sq, H, split_len, *lse_strides,
+        BLOCK_N=BLOCK_N, DV=dv, D_PE=d_pe, STAGES=stages, SPLIT=num_splits > 1, KS=kslices, num_warps=8,
     )  # fmt: skip

@@ -7,34 +7,35 @@ is both the key (all columns) and the value (the first ``dv`` columns):
     p = softmax(s)                causal at the end of the cache: query i sees kv j <= Skv - Sq + i
     o = p . kv[..., :dv]
 
-Layouts: q [B, Sq, H, D], kv [B, Skv, D], o [B, Sq, H, dv], bf16, with D = dv + D_PE (576 = 512 + 64).
+Layouts: q [B, Sq, H, D], kv [B, Skv, D], o [B, Sq, H, dv], bf16 or fp16, with D = dv + D_PE
+(576 = 512 + 64); dv and D_PE powers of two.
 
 Both kernels treat the (query position, head) pairs of a batch element as the rows of one matrix
 (row r = i * H + h); since every head reads the same latent, a block of rows shares each kv tile,
 and the scores of a block are one tensor-core product.
 
-* ``mla_decode``: split-KV flash-decoding. Program (split, row block, batch) streams one slice of
-  the cache; each kv tile is loaded once and used as K (all D columns) and as V (the first dv
-  columns of the same shared-memory tile). By default (``impl="gluon"``, a Hopper GPU) the split
-  kernel is the Gluon kernel of decode_gluon.py: one program of two warpgroups per split, which
-  share each score tile and each take half of the value columns. Elsewhere (``impl="tl"``, the
-  interpreter, other GPUs) it is ``_decode_kernel`` below: with BLOCK_DV = dv / 2 the two column
-  halves of a split go to two programs of one warpgroup, each recomputing the scores. Online
-  softmax in base 2; each program writes its normalised partial output and log-sum-exp, and a
-  merge combines the splits (the tl kernel can run it in the same launch behind a grid barrier when
-  every program is resident at once: cooperative launch, one program per SM).
-* ``mla_prefill``: causal attention over the same row layout. By default the same Gluon kernel with
-  one split (a causal prefill is a decode whose queries are the whole cache), the heaviest row
-  blocks first; ``impl="tl"``: the flash-attention kernel ``_prefill_kernel`` below, with block
-  skipping (a row block stops at the last kv tile its last row can see; only the diagonal tiles
-  are masked) and the output dimension optionally tiled across programs (BLOCK_DV < dv).
+Which kernel runs (``impl``, decided per call by what the machine offers):
 
-The knobs are plain dictionaries (``DECODE_CONFIG``, ``PREFILL_CONFIG``) so a search can vary them;
-``decode_with_config`` / ``prefill_with_config`` take an explicit one.
+* ``"gluon"`` (the default) on a Hopper GPU, for bf16 and the 512 + 64 latent, with a Triton that
+  has Gluon: the split kernel of decode_gluon.py, one program of two warpgroups per split, which
+  share each score tile and each take half of the value columns; the merge is ``_merge_kernel``
+  below. The causal prefill is the same kernel with one split (a prefill is a decode whose queries
+  are the whole cache).
+* ``"tl"`` everywhere else (other GPUs, other dtypes and widths, Triton's interpreter):
+  ``_decode_kernel``, split-KV flash-decoding where each kv tile is loaded once (by TMA on Hopper)
+  and used as K (all D columns) and as V (the program's BLOCK_DV value columns of the same tile),
+  with the merge in the same launch behind a grid barrier when every program is resident at once,
+  else in ``_merge_kernel``; and ``_prefill_kernel``, flash attention with causal block skipping.
+
+Online softmax in base 2 throughout (the scale folded into ``scale * log2(e)``). The knobs are
+plain dictionaries (``DECODE_CONFIG``, ``PREFILL_CONFIG``: the defaults, the only place they are
+set); ``decode_with_config`` / ``prefill_with_config`` take an explicit one.
 """
 
 from __future__ import annotations
 
+import enum
+import functools
 import os
 import pathlib
 import sys
@@ -46,68 +47,63 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 LOG2E = 1.4426950408889634
 
-# Tunable knobs. num_splits = 0 means "choose from the SM count".
+# The defaults. num_splits 0: one wave of programs (see decode_splits); gl_stages 0: every tile of
+# a split in flight at once, as many as fit in shared memory.
 DECODE_CONFIG = {
     "impl": "gluon",
-    "gl_block_n": 64,
+    "num_splits": 0,
     "gl_stages": 0,
     "gl_kslices": 4,
-    "gl_o_tma": True,
     "BLOCK_M": 64,
     "BLOCK_N": 32,
     "BLOCK_DV": 256,
     "num_warps": 4,
     "num_stages": 3,
-    "num_splits": 0,
-    "partial_bf16": True,
     "fused_merge": True,
-    "cooperative": True,
-    "tma": "kv",
     "merge_block_dv": 64,
-    "fused_merge_dv": 0,
-    "trace": False,
 }
 PREFILL_CONFIG = {
     "impl": "gluon",
     "gl_stages": 2,
+    "gl_kslices": 1,
     "BLOCK_M": 64,
     "BLOCK_N": 64,
-    "BLOCK_DV": 512,
     "num_warps": 8,
     "num_stages": 2,
 }
-NUM_SMS_FALLBACK = 132
-
+# The values a search may try; impl, gl_stages and gl_kslices are checked against them.
 KNOBS = {
     "decode": {
         "impl": ["gluon", "tl"],
-        "gl_block_n": [32, 64],
-        "gl_stages": [0, 1, 2, 3],
+        "num_splits": [0, 16, 32, 64],
+        "gl_stages": [0, 1, 2],
         "gl_kslices": [1, 2, 4],
-        "gl_o_tma": [False, True],
-        "BLOCK_M": [64],
         "BLOCK_N": [32, 64, 128],
-        "BLOCK_DV": [128, 256, 512],
+        "BLOCK_DV": [256, 512],
         "num_warps": [4, 8],
         "num_stages": [1, 2, 3],
-        "num_splits": [0, 16, 32, 64],
-        "partial_bf16": [False, True],
         "fused_merge": [False, True],
-        "cooperative": [False, True],
-        "tma": [False, "kv", True],
-        "merge_block_dv": [32, 64, 128],
-        "fused_merge_dv": [0, 64, 128, 256, 512],
     },
     "prefill": {
         "impl": ["gluon", "tl"],
         "gl_stages": [1, 2],
+        "gl_kslices": [1, 2, 4],
         "BLOCK_M": [64, 128],
-        "BLOCK_N": [32, 64, 128],
-        "BLOCK_DV": [128, 256, 512],
+        "BLOCK_N": [32, 64],
         "num_warps": [4, 8],
         "num_stages": [1, 2, 3],
     },
 }
+NUM_SMS_FALLBACK = 132  # the split plan's SM count without a GPU (an H100's / H200's)
+TMA_BOX_MAX = 256  # the widest box of a TMA copy
+
+
+class Merge(enum.Enum):
+    """How the tl decode's splits become o."""
+
+    NONE = "one split: the program writes o"
+    KERNEL = "partials and log-sum-exps, then _merge_kernel"
+    FUSED = "partials, a grid barrier, and the same launch merges"
 
 
 @triton.jit
@@ -125,9 +121,7 @@ def _grid_barrier(SYNC, num_programs):
     """All programs of the grid wait here until every one has arrived (they must be co-resident:
     one wave, launched cooperatively). SYNC[0] counts arrivals and is reset by the last one, which
     then bumps the generation SYNC[1] that the others spin on; so the state is clean for the next call.
-    Release/acquire at GPU scope orders the partials written before it with the reads after it.
-    (Spinning on plain acquire loads, with the two counters on separate 128-byte lines, measured
-    the same.)"""
+    Release/acquire at GPU scope orders the partials written before it with the reads after it."""
     tl.debug_barrier()
     gen = tl.atomic_add(SYNC + 1, 0, sem="relaxed")
     arrived = tl.atomic_add(SYNC, 1, sem="acq_rel")
@@ -142,30 +136,11 @@ def _grid_barrier(SYNC, num_programs):
 
 
 @triton.jit
-def _now(x):
-    """The GPU's global nanosecond timer (for TRACE; x only gives the result its shape)."""
-    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [x], dtype=tl.int64, is_pure=False, pack=1)
-
-
-@triton.jit
 def _merge_row(
-    PO,
-    LSE,
-    O,
-    b,
-    row,
-    col0,
-    num_splits,
-    stride_pb,
-    stride_pm,
-    stride_ps,
-    stride_lb,
-    stride_lm,
-    stride_ob,
-    stride_om,
-    BLOCK_S: tl.constexpr,
-    BLOCK_DV: tl.constexpr,
-):
+    PO, LSE, O, b, row, col0, num_splits,
+    stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
+    BLOCK_S: tl.constexpr, BLOCK_DV: tl.constexpr,
+):  # fmt: skip
     """o[b, row, col0:col0+BLOCK_DV] = sum_s w_s po_s with w_s = 2^(lse_s - max) / sum (L1 bypassed:
     the partials were written by other programs of the same launch when the merge is fused)."""
     offs_s = tl.arange(0, BLOCK_S)
@@ -184,97 +159,45 @@ def _merge_row(
 
 @triton.jit
 def _decode_kernel(
-    Q,
-    KV,
-    QD_OWN,
-    QD_FAR,
-    QD_PE,
-    KD_OWN,
-    KD_FAR,
-    KD_PE,
-    PO,
-    LSE,
-    O,
-    SYNC,
-    TR,
-    scale_log2,
-    M,
-    Skv,
-    Sq,
-    H,
-    split_len,
-    num_splits,
-    num_programs,
-    stride_qb,
-    stride_qm,
-    stride_kb,
-    stride_kn,
-    stride_pb,
-    stride_pm,
-    stride_ps,
-    stride_lb,
-    stride_lm,
-    stride_ob,
-    stride_om,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_DV: tl.constexpr,
-    BLOCK_S: tl.constexpr,
-    MERGE_DV: tl.constexpr,
-    DV: tl.constexpr,
-    D_PE: tl.constexpr,
-    MODE: tl.constexpr,
-    TMA: tl.constexpr,
-    F32_DOT: tl.constexpr,
-    TRACE: tl.constexpr,
-):
-    """Program (split * NCH + column chunk, row block, batch). MODE 0: one split, o written directly;
-    1: normalised partial + log-sum-exp (a merge kernel follows); 2: the same, then a grid barrier, and
-    the same launch merges: the row block's programs share out its (row, MERGE_DV columns) items.
-    TRACE: the program writes global-timer stamps (ns) to TR[program, 0..4]: start, kv loop done,
-    partial stored, barrier passed, end (a profiling aid; off by default)."""
+    Q, KV, KD_V, KD_PE, PO, LSE, O, SYNC,
+    scale_log2, M, Skv, Sq, H, split_len, num_splits, num_programs,
+    stride_qb, stride_qm, stride_kb, stride_kn,
+    stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_S: tl.constexpr,
+    MERGE_DV: tl.constexpr, DV: tl.constexpr, D_PE: tl.constexpr,
+    SPLIT: tl.constexpr, FUSED_MERGE: tl.constexpr, KV_TMA: tl.constexpr, F32_DOT: tl.constexpr,
+):  # fmt: skip
+    """Program (split * NCH + column chunk, row block, batch), NCH = DV / BLOCK_DV (1 or 2) column
+    chunks a split, each recomputing the split's scores. Not SPLIT: o written directly (one
+    split). SPLIT: the normalised partial to PO[b, row, split] and the log-sum-exp (base 2) to
+    LSE[b, row, split]; with FUSED_MERGE then a grid barrier, after which the row block's
+    programs share out its (row, MERGE_DV columns) merge items. KV_TMA: kv tiles through the
+    descriptors KD_V (BLOCK_DV value columns) and KD_PE (the rope columns) over kv as
+    [B * Skv, D], else by pointers."""
     NCH: tl.constexpr = DV // BLOCK_DV
-    HALF: tl.constexpr = DV // 2
     pid = tl.program_id(0)
     h = pid % NCH
     pid_s = pid // NCH
     pid_m = tl.program_id(1)
     b = tl.program_id(2)
-    if TRACE:
-        tr = TR + ((b * tl.num_programs(1) + pid_m) * tl.num_programs(0) + pid) * 8
-        tl.store(tr, _now(pid))
 
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
     # last kv index row r may see (causal at the end of the cache)
     limit = Skv - Sq + rows // H
-    # The program's output columns (own) are also the first slice of the score product; the other
-    # latent columns follow as the partner chunk (NCH 4) and the far half (NCH >= 2): every slice a
-    # power of two, and the V operand is the own slice of the kv tile, already in shared memory.
+    # The program's output columns (own) are also the first slice of the score product; with two
+    # chunks the other half of the value columns follows, then the rope columns. The V operand is
+    # the own slice of the kv tile, already on chip.
     offs_own = h * BLOCK_DV + tl.arange(0, BLOCK_DV)
-    offs_mate = (h ^ 1) * BLOCK_DV + tl.arange(0, BLOCK_DV)
     offs_pe = DV + tl.arange(0, D_PE)
-
-    if NCH >= 2:
-        far0 = (1 - h // (NCH // 2)) * HALF
-        offs_far = far0 + tl.arange(0, HALF)
-    if TMA == 2:
-        # descriptors over q [B * M, D] and kv [B * Skv, D]: own width, far half, rope
-        q_row = b * M + pid_m * BLOCK_M
-        q_own = QD_OWN.load([q_row, h * BLOCK_DV])
-        q_pe = QD_PE.load([q_row, DV])
-        if NCH == 4:
-            q_mate = QD_OWN.load([q_row, (h ^ 1) * BLOCK_DV])
-        if NCH >= 2:
-            q_far = QD_FAR.load([q_row, far0])
-    else:
-        q_base = Q + b * stride_qb + rows[:, None] * stride_qm
-        q_own = tl.load(q_base + offs_own[None, :], mask=row_ok[:, None], other=0.0)
-        q_pe = tl.load(q_base + offs_pe[None, :], mask=row_ok[:, None], other=0.0)
-        if NCH == 4:
-            q_mate = tl.load(q_base + offs_mate[None, :], mask=row_ok[:, None], other=0.0)
-        if NCH >= 2:
-            q_far = tl.load(q_base + offs_far[None, :], mask=row_ok[:, None], other=0.0)
+    if NCH == 2:
+        other0 = (1 - h) * BLOCK_DV
+        offs_other = other0 + tl.arange(0, BLOCK_DV)
+    q_base = Q + b * stride_qb + rows[:, None] * stride_qm
+    q_own = tl.load(q_base + offs_own[None, :], mask=row_ok[:, None], other=0.0)
+    q_pe = tl.load(q_base + offs_pe[None, :], mask=row_ok[:, None], other=0.0)
+    if NCH == 2:
+        q_other = tl.load(q_base + offs_other[None, :], mask=row_ok[:, None], other=0.0)
 
     start = pid_s * split_len
     # the block's last row sees the most; nothing in this split past that is needed
@@ -287,29 +210,23 @@ def _decode_kernel(
     for n0 in range(start, end, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
         col_ok = cols < end
-        if TMA >= 1:
+        if KV_TMA:
             # rows past this batch's cache are another batch's (or zeros): finite, masked below
             kv_row = b * Skv + n0
-            kv_own = KD_OWN.load([kv_row, h * BLOCK_DV])
+            kv_own = KD_V.load([kv_row, h * BLOCK_DV])
             kv_pe = KD_PE.load([kv_row, DV])
-            if NCH == 4:
-                kv_mate = KD_OWN.load([kv_row, (h ^ 1) * BLOCK_DV])
-            if NCH >= 2:
-                kv_far = KD_FAR.load([kv_row, far0])
+            if NCH == 2:
+                kv_other = KD_V.load([kv_row, other0])
         else:
             k_ptr = KV + b * stride_kb + cols[:, None] * stride_kn
             kv_own = tl.load(k_ptr + offs_own[None, :], mask=col_ok[:, None], other=0.0)
             kv_pe = tl.load(k_ptr + offs_pe[None, :], mask=col_ok[:, None], other=0.0)
-            if NCH == 4:
-                kv_mate = tl.load(k_ptr + offs_mate[None, :], mask=col_ok[:, None], other=0.0)
-            if NCH >= 2:
-                kv_far = tl.load(k_ptr + offs_far[None, :], mask=col_ok[:, None], other=0.0)
+            if NCH == 2:
+                kv_other = tl.load(k_ptr + offs_other[None, :], mask=col_ok[:, None], other=0.0)
         s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
         s = _dot(q_own, tl.trans(kv_own), s, F32_DOT)
-        if NCH == 4:
-            s = _dot(q_mate, tl.trans(kv_mate), s, F32_DOT)
-        if NCH >= 2:
-            s = _dot(q_far, tl.trans(kv_far), s, F32_DOT)
+        if NCH == 2:
+            s = _dot(q_other, tl.trans(kv_other), s, F32_DOT)
         s = _dot(q_pe, tl.trans(kv_pe), s, F32_DOT)
         s = s * scale_log2
         visible = col_ok[None, :] & (cols[None, :] <= limit[:, None])
@@ -323,127 +240,66 @@ def _decode_kernel(
         # the same kv rows, already on chip, are the values
         acc = _dot(p.to(kv_own.dtype), kv_own, acc, F32_DOT)
 
-    if TRACE:
-        tl.store(tr + 1, _now(tl.sum(l_i, 0).to(tl.int32, bitcast=True)))
+    # a split that sees no row of the cache (possible when Sq > 1) writes zeros and lse -inf,
+    # which the merge weighs as 0
     empty = l_i == 0.0
     l_safe = tl.where(empty, 1.0, l_i)
     # one reciprocal per row, not a precise division per element (about 500 instructions a warp)
     out = acc * (1.0 / l_safe)[:, None]
-    if MODE == 0:
-        o_ptr = O + b * stride_ob + rows[:, None] * stride_om + offs_own[None, :]
-        tl.store(o_ptr, out.to(O.dtype.element_ty), mask=row_ok[:, None])
-    else:
+    if SPLIT:
         lse = tl.where(empty, float("-inf"), m_i + tl.log2(l_safe))
         po_ptr = PO + b * stride_pb + rows[:, None] * stride_pm + pid_s * stride_ps + offs_own[None, :]
         tl.store(po_ptr, out.to(PO.dtype.element_ty), mask=row_ok[:, None])
         # every column chunk of a split has the same log-sum-exp: one writes it
         tl.store(LSE + b * stride_lb + rows * stride_lm + pid_s, lse, mask=row_ok & (h == 0))
-        if TRACE:
-            tl.debug_barrier()
-            tl.store(tr + 2, _now(pid))
-        if MODE == 2:
+        if FUSED_MERGE:
             _grid_barrier(SYNC, num_programs)
-            if TRACE:
-                tl.store(tr + 3, _now(pid))
             # the row block's (row, MERGE_DV columns) items, dealt out over its NCH * S programs
             NCOL: tl.constexpr = DV // MERGE_DV
             for it in range(pid, BLOCK_M * NCOL, NCH * num_splits):
                 row = pid_m * BLOCK_M + it // NCOL
                 if row < M:
                     _merge_row(
-                        PO,
-                        LSE,
-                        O,
-                        b,
-                        row,
-                        (it % NCOL) * MERGE_DV,
-                        num_splits,
-                        stride_pb,
-                        stride_pm,
-                        stride_ps,
-                        stride_lb,
-                        stride_lm,
-                        stride_ob,
-                        stride_om,
-                        BLOCK_S,
-                        MERGE_DV,
-                    )
-    if TRACE:
-        tl.debug_barrier()
-        tl.store(tr + 4, _now(pid))
+                        PO, LSE, O, b, row, (it % NCOL) * MERGE_DV, num_splits,
+                        stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
+                        BLOCK_S, MERGE_DV,
+                    )  # fmt: skip
+    else:
+        o_ptr = O + b * stride_ob + rows[:, None] * stride_om + offs_own[None, :]
+        tl.store(o_ptr, out.to(O.dtype.element_ty), mask=row_ok[:, None])
 
 
 @triton.jit
-def _decode_merge_kernel(
-    PO,
-    LSE,
-    O,
-    num_splits,
-    stride_pb,
-    stride_pm,
-    stride_ps,
-    stride_lb,
-    stride_lm,
-    stride_ob,
-    stride_om,
-    BLOCK_S: tl.constexpr,
-    BLOCK_DV: tl.constexpr,
-):
+def _merge_kernel(
+    PO, LSE, O, num_splits,
+    stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
+    BLOCK_S: tl.constexpr, BLOCK_DV: tl.constexpr,
+):  # fmt: skip
+    """Program (row, column block, batch): one _merge_row."""
     _merge_row(
-        PO,
-        LSE,
-        O,
-        tl.program_id(2),
-        tl.program_id(0),
-        tl.program_id(1) * BLOCK_DV,
-        num_splits,
-        stride_pb,
-        stride_pm,
-        stride_ps,
-        stride_lb,
-        stride_lm,
-        stride_ob,
-        stride_om,
-        BLOCK_S,
-        BLOCK_DV,
-    )
+        PO, LSE, O, tl.program_id(2), tl.program_id(0), tl.program_id(1) * BLOCK_DV, num_splits,
+        stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
+        BLOCK_S, BLOCK_DV,
+    )  # fmt: skip
 
 
 @triton.jit
 def _prefill_kernel(
-    Q,
-    KV,
-    O,
-    scale_log2,
-    M,
-    Skv,
-    Sq,
-    H,
-    num_m_blocks,
-    stride_qb,
-    stride_qm,
-    stride_kb,
-    stride_kn,
-    stride_ob,
-    stride_om,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_DV: tl.constexpr,
-    DV: tl.constexpr,
-    D_PE: tl.constexpr,
-    F32_DOT: tl.constexpr,
-):
-    pid_d = tl.program_id(0)
-    # heaviest row blocks (the end of the sequence) first
-    pid_m = num_m_blocks - 1 - tl.program_id(1)
-    b = tl.program_id(2)
+    Q, KV, O, scale_log2, M, Skv, Sq, H, num_m_blocks,
+    stride_qb, stride_qm, stride_kb, stride_kn, stride_ob, stride_om,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, DV: tl.constexpr, D_PE: tl.constexpr, F32_DOT: tl.constexpr,
+):  # fmt: skip
+    """Program (row block, batch), the heaviest row blocks (the end of the sequence) first. The kv
+    loop has two parts: the tiles every row of the block sees (no mask), then the diagonal tiles
+    (masked); tiles past the block's last row are never loaded."""
+    pid_m = num_m_blocks - 1 - tl.program_id(0)
+    b = tl.program_id(1)
 
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
     limit = Skv - Sq + rows // H
     offs_v = tl.arange(0, DV)
     offs_pe = DV + tl.arange(0, D_PE)
-    offs_o = pid_d * BLOCK_DV + tl.arange(0, BLOCK_DV)
 
     q_base = Q + b * stride_qb + rows[:, None] * stride_qm
     q_nope = tl.load(q_base + offs_v[None, :], mask=row_ok[:, None], other=0.0)
@@ -457,7 +313,7 @@ def _prefill_kernel(
 
     m_i = tl.full([BLOCK_M], -1.0e30, dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, DV], dtype=tl.float32)
     kv_base = KV + b * stride_kb
 
     for n0 in range(0, full_end, BLOCK_N):
@@ -474,11 +330,7 @@ def _prefill_kernel(
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
-        if BLOCK_DV == DV:
-            v = kv_nope
-        else:
-            v = tl.load(k_ptr + offs_o[None, :])
-        acc = _dot(p.to(v.dtype), v, acc, F32_DOT)
+        acc = _dot(p.to(kv_nope.dtype), kv_nope, acc, F32_DOT)
         m_i = m_new
 
     for n0 in range(full_end, end, BLOCK_N):
@@ -497,15 +349,11 @@ def _prefill_kernel(
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
-        if BLOCK_DV == DV:
-            v = kv_nope
-        else:
-            v = tl.load(k_ptr + offs_o[None, :], mask=col_ok[:, None], other=0.0)
-        acc = _dot(p.to(v.dtype), v, acc, F32_DOT)
+        acc = _dot(p.to(kv_nope.dtype), kv_nope, acc, F32_DOT)
         m_i = m_new
 
     out = acc * (1.0 / l_i)[:, None]
-    o_ptr = O + b * stride_ob + rows[:, None] * stride_om + offs_o[None, :]
+    o_ptr = O + b * stride_ob + rows[:, None] * stride_om + offs_v[None, :]
     tl.store(o_ptr, out.to(O.dtype.element_ty), mask=row_ok[:, None])
 
 
@@ -528,14 +376,70 @@ def _check(q: torch.Tensor, kv: torch.Tensor, dv: int, what: str) -> tuple[int, 
     return B, Sq, H, Skv, d_pe
 
 
+def _config(cfg: dict | None, kind: str, what: str) -> dict:
+    """The defaults overridden by cfg; unknown knobs and impl / gl_* values outside KNOBS refused."""
+    defaults = DECODE_CONFIG if kind == "decode" else PREFILL_CONFIG
+    unknown = sorted(set(cfg or {}) - set(defaults))
+    if unknown:
+        raise ValueError(f"{what}: unknown knobs {unknown}; known: {sorted(defaults)}")
+    cfg = {**defaults, **(cfg or {})}
+    for knob in ("impl", "gl_stages", "gl_kslices"):
+        if cfg[knob] not in KNOBS[kind][knob]:
+            raise ValueError(f"{what}: {knob}={cfg[knob]!r} must be one of {KNOBS[kind][knob]}")
+    return cfg
+
+
+# -- capability probes ------------------------------------------------------------------------
+
+
 def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@functools.cache
+def _gluon_module():
+    """kernels/mla/decode_gluon.py, imported from beside this file (kernel.py may be loaded by path,
+    and a task's rules allow only plain import statements); None where this Triton has no Gluon
+    for Hopper."""
+    here = str(pathlib.Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.append(here)
+    try:
+        import decode_gluon
+    except ImportError:
+        return None
+    return decode_gluon
+
+
+def _gluon_for(q, kv, dv, impl):
+    """decode_gluon when it takes this call (impl "gluon", a Hopper GPU and the shapes it covers,
+    not the interpreter), else None: the tl kernels run."""
+    if impl != "gluon" or _interpreting():
+        return None
+    dg = _gluon_module()
+    return dg if dg is not None and dg.applies(q, kv, dv) else None
+
+
+def _kv_tma(q, kv, block_dv) -> bool:
+    """Whether the tl decode loads its kv tiles by TMA: a Hopper GPU (or later), boxes at most
+    TMA_BOX_MAX wide, 16-byte aligned tensors."""
+    return (
+        q.is_cuda
+        and not _interpreting()
+        and torch.cuda.get_device_capability(q.device)[0] >= 9
+        and block_dv <= TMA_BOX_MAX
+        and q.data_ptr() % 16 == 0
+        and kv.data_ptr() % 16 == 0
+    )
 
 
 def _num_sms(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
     return NUM_SMS_FALLBACK
+
+
+# -- host side ----------------------------------------------------------------------------------
 
 
 def _pow2_floor(x: int) -> int:
@@ -558,7 +462,6 @@ def _split_plan(requested: int, per_split: int, Skv: int, block_n: int, num_sms:
 
 
 _SYNC: dict = {}
-LAST_TRACE: list = [None]
 
 
 def _sync_buffer(device: torch.device):
@@ -574,17 +477,6 @@ def _sync_buffer(device: torch.device):
     return _SYNC[key]
 
 
-def _decode_gluon():
-    """kernels/mla/decode_gluon.py, imported from beside this file (kernel.py may be loaded by path,
-    and a task's rules allow only plain import statements)."""
-    here = str(pathlib.Path(__file__).resolve().parent)
-    if here not in sys.path:
-        sys.path.append(here)
-    import decode_gluon
-
-    return decode_gluon
-
-
 def _split_strides(po, lse, o2):
     """The strides the split and merge kernels take: po [B, M, S, dv] (b, row, split), lse
     [B, M, S] (b, row), o2 [B, M, dv] (b, row); the last dimension of each is contiguous."""
@@ -595,46 +487,29 @@ def _merge(po, lse, o2, S, block_dv):
     """The split-merge kernel over partials po [B, M, S, dv] and lse [B, M, S] into o2 [B, M, dv]."""
     B, M, dv = o2.shape
     mdv = min(block_dv, dv)
-    _decode_merge_kernel[(M, dv // mdv, B)](
-        po,
-        lse,
-        o2,
-        S,
-        *_split_strides(po, lse, o2),
-        BLOCK_S=max(2, triton.next_power_of_2(S)),
-        BLOCK_DV=mdv,
-        num_warps=4,
-    )
+    _merge_kernel[(M, dv // mdv, B)](
+        po, lse, o2, S, *_split_strides(po, lse, o2),
+        BLOCK_S=max(2, triton.next_power_of_2(S)), BLOCK_DV=mdv, num_warps=4,
+    )  # fmt: skip
 
 
-def _decode_gl(q, kv, scale, dv, cfg, dims):
-    """decode_with_config's Gluon path (decode_gluon.py): the split kernel, then the merge kernel."""
+def _decode_gl(dg, q, kv, scale, dv, cfg, dims):
+    """decode_with_config on the Gluon kernel: the split kernel, then the merge kernel."""
     B, Sq, H, Skv, d_pe = dims
     M = Sq * H
-    bn = cfg["gl_block_n"]
-    dg = _decode_gluon()
     m_blocks = triton.cdiv(M, dg.ROWS)
-    S, split_len = _split_plan(cfg["num_splits"], B * m_blocks, Skv, bn, _num_sms(q.device))
-    # every tile of a split in flight at once where it fits (one tile a split at Sq 1)
-    stages = cfg["gl_stages"] or min(split_len // bn, 2 if bn == 64 else 3)
+    S, split_len = _split_plan(cfg["num_splits"], B * m_blocks, Skv, dg.BLOCK_N, _num_sms(q.device))
+    stages = cfg["gl_stages"] or min(split_len // dg.BLOCK_N, dg.max_stages(dv, d_pe, cfg["gl_kslices"]))
     o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
     o2 = o.view(B, M, dv)
     if S == 1:
-        po, lse = o2.view(B, M, 1, dv), o2.new_empty((B, M, 1), dtype=torch.float32)
-    elif cfg["gl_o_tma"]:  # each program's tile contiguous ([B, S, M, dv]) for its TMA store
-        po = torch.empty((B, S, M, dv), device=q.device, dtype=torch.bfloat16).transpose(1, 2)
-        lse = torch.empty((B, M, S), device=q.device, dtype=torch.float32)
-    else:
-        po = torch.empty((B, M, S, dv), device=q.device, dtype=torch.bfloat16)
-        lse = torch.empty((B, M, S), device=q.device, dtype=torch.float32)
-    trace = None
-    if cfg["trace"]:
-        trace = torch.zeros((B, m_blocks, S, 8), device=q.device, dtype=torch.int64)
-        LAST_TRACE[0] = trace
+        out, po, lse = o2, None, None
+    else:  # each program's tile contiguous ([B, S, M, dv]) for its TMA store
+        out = torch.empty((B, S, M, dv), device=q.device, dtype=torch.bfloat16)
+        po, lse = out.transpose(1, 2), torch.empty((B, M, S), device=q.device, dtype=torch.float32)
     dg.decode_split_gluon(
-        q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), po, lse, o2, scale * LOG2E,
-        M, Skv, Sq, H, split_len, S, B, dv, block_n=bn, stages=stages, trace=trace, kslices=cfg["gl_kslices"],
-        o_tma=cfg["gl_o_tma"],
+        q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), out, lse, scale * LOG2E,
+        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=cfg["gl_kslices"],
     )  # fmt: skip
     if S > 1:
         _merge(po, lse, o2, S, cfg["merge_block_dv"])
@@ -642,27 +517,19 @@ def _decode_gl(q, kv, scale, dv, cfg, dims):
 
 
 def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = None):
-    cfg = {**DECODE_CONFIG, **(cfg or {})}
     B, Sq, H, Skv, d_pe = _check(q, kv, dv, "mla_decode")
+    cfg = _config(cfg, "decode", "mla_decode")
     q = q.contiguous()
     kv = kv.contiguous()
-    for knob in ("impl", "gl_block_n", "gl_kslices", "gl_stages"):
-        if cfg[knob] not in KNOBS["decode"][knob]:
-            raise ValueError(f"mla_decode: {knob}={cfg[knob]!r} must be one of {KNOBS['decode'][knob]}")
-    # gluon: the Gluon split kernel where it applies (Hopper, bf16; not the interpreter), else tl
-    if cfg["impl"] == "gluon" and not _interpreting() and _decode_gluon().applies(q, kv, dv):
-        return _decode_gl(q, kv, scale, dv, cfg, (B, Sq, H, Skv, d_pe))
+    dg = _gluon_for(q, kv, dv, cfg["impl"])
+    if dg is not None:
+        return _decode_gl(dg, q, kv, scale, dv, cfg, (B, Sq, H, Skv, d_pe))
     M = Sq * H
     BLOCK_M, BLOCK_N = cfg["BLOCK_M"], cfg["BLOCK_N"]
     block_dv = min(cfg["BLOCK_DV"], dv)
     nch = dv // block_dv
-    if nch not in (1, 2, 4):
-        raise ValueError(f"mla_decode: BLOCK_DV={block_dv} must be dv, dv/2 or dv/4 (dv={dv})")
-    if cfg["trace"] and (not q.is_cuda or _interpreting()):
-        raise ValueError("mla_decode: trace needs a GPU (the stamps read the GPU's global timer)")
-    fdv = cfg["fused_merge_dv"]
-    if fdv and (fdv & (fdv - 1) or not 16 <= fdv <= dv):
-        raise ValueError(f"mla_decode: fused_merge_dv={fdv} must be 0 (automatic) or a power of two in [16, {dv}]")
+    if nch not in (1, 2):
+        raise ValueError(f"mla_decode: BLOCK_DV={block_dv} must be dv or dv/2 (dv={dv})")
     m_blocks = triton.cdiv(M, BLOCK_M)
     num_sms = _num_sms(q.device)
     per_split = B * m_blocks * nch
@@ -671,136 +538,69 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
     o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
     q2 = q.view(B, M, dv + d_pe)
     o2 = o.view(B, M, dv)
+    # (tensors a mode does not use are passed as placeholders)
     if S == 1:
-        mode, po, lse, sync = 0, o2.view(B, M, 1, dv), o2.new_empty((B, M, 1), dtype=torch.float32), o2
+        merge, po, lse, sync = Merge.NONE, o2.view(B, M, 1, dv), o2.new_empty((B, M, 1), dtype=torch.float32), o2
     else:
-        po_dtype = torch.bfloat16 if cfg["partial_bf16"] else torch.float32
-        po = torch.empty((B, M, S, dv), device=q.device, dtype=po_dtype)
+        po = torch.empty((B, M, S, dv), device=q.device, dtype=torch.bfloat16)
         lse = torch.empty((B, M, S), device=q.device, dtype=torch.float32)
         # the merge runs in the same launch when every program is resident at once (one per SM)
         sync = None
         if cfg["fused_merge"] and num_programs <= num_sms and not _interpreting():
             sync = _sync_buffer(q.device)
-        mode = 2 if sync is not None else 1
+        merge = Merge.FUSED if sync is not None else Merge.KERNEL
         if sync is None:
             sync = lse
     block_s = max(2, triton.next_power_of_2(S))
     # fused merge: about one (row, columns) item per program, at most 16K partial values per item
-    per_block = nch * S
-    merge_dv = cfg["fused_merge_dv"] or max(
-        32, min(dv, 16384 // block_s, _pow2_floor(max(1, BLOCK_M * dv // per_block)))
-    )
-    extra = {"launch_cooperative_grid": True} if mode == 2 and cfg["cooperative"] else {}
-    # tma: False (pointer loads), "kv" (kv tiles through TMA descriptors), True (q and kv). A GPU
-    # feature with boxes at most 256 wide: the interpreter, BLOCK_DV 512 and tensors not 16-byte
-    # aligned take the pointer loads
-    tma = {False: 0, "kv": 1, True: 2}[cfg["tma"]]
-    if block_dv > 256 or not q.is_cuda or _interpreting() or q2.data_ptr() % 16 or kv.data_ptr() % 16:
-        tma = 0
-    # (the descriptor arguments are plain tensors, unused, where the mode does not need them)
-    qd, kd = (q2,) * 3, (kv,) * 3
-    if tma:
-        widths = (block_dv, dv // 2, d_pe)
-        kd = tuple(TensorDescriptor.from_tensor(kv.view(B * Skv, dv + d_pe), [BLOCK_N, w]) for w in widths)
-        if tma == 2:
-            qd = tuple(TensorDescriptor.from_tensor(q2.view(B * M, dv + d_pe), [BLOCK_M, w]) for w in widths)
-    # trace: timer stamps per program, kept in LAST_TRACE for a profiler script (see the kernel)
-    trace = torch.zeros((B, m_blocks, nch * S, 8), device=q.device, dtype=torch.int64) if cfg["trace"] else lse
-    if cfg["trace"]:
-        LAST_TRACE[0] = trace
+    merge_dv = max(32, min(dv, 16384 // block_s, _pow2_floor(max(1, BLOCK_M * dv // (nch * S)))))
+    extra = {"launch_cooperative_grid": True} if merge is Merge.FUSED else {}
+    kv_tma = _kv_tma(q2, kv, block_dv)
+    kd = (kv, kv)
+    if kv_tma:
+        kv2 = kv.view(B * Skv, dv + d_pe)
+        kd = (
+            TensorDescriptor.from_tensor(kv2, [BLOCK_N, block_dv]),
+            TensorDescriptor.from_tensor(kv2, [BLOCK_N, d_pe]),
+        )
     _decode_kernel[(nch * S, m_blocks, B)](
-        q2,
-        kv,
-        *qd,
-        *kd,
-        po,
-        lse,
-        o2,
-        sync,
-        trace,
-        scale * LOG2E,
-        M,
-        Skv,
-        Sq,
-        H,
-        split_len,
-        S,
-        num_programs,
-        q2.stride(0),
-        q2.stride(1),
-        kv.stride(0),
-        kv.stride(1),
-        *_split_strides(po, lse, o2),
-        BLOCK_M=BLOCK_M,
-        BLOCK_N=BLOCK_N,
-        BLOCK_DV=block_dv,
-        BLOCK_S=block_s,
-        MERGE_DV=merge_dv,
-        DV=dv,
-        D_PE=d_pe,
-        MODE=mode,
-        TMA=tma,
-        F32_DOT=_interpreting(),
-        TRACE=bool(cfg["trace"]),
-        num_warps=cfg["num_warps"],
-        num_stages=cfg["num_stages"],
-        **extra,
-    )
-    if mode == 1:
+        q2, kv, *kd, po, lse, o2, sync,
+        scale * LOG2E, M, Skv, Sq, H, split_len, S, num_programs,
+        q2.stride(0), q2.stride(1), kv.stride(0), kv.stride(1), *_split_strides(po, lse, o2),
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_DV=block_dv, BLOCK_S=block_s, MERGE_DV=merge_dv, DV=dv, D_PE=d_pe,
+        SPLIT=merge is not Merge.NONE, FUSED_MERGE=merge is Merge.FUSED, KV_TMA=kv_tma, F32_DOT=_interpreting(),
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **extra,
+    )  # fmt: skip
+    if merge is Merge.KERNEL:
         _merge(po, lse, o2, S, cfg["merge_block_dv"])
     return o
 
 
 def prefill_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = None):
-    cfg = {**PREFILL_CONFIG, **(cfg or {})}
     B, Sq, H, Skv, d_pe = _check(q, kv, dv, "mla_prefill")
+    cfg = _config(cfg, "prefill", "mla_prefill")
     q = q.contiguous()
     kv = kv.contiguous()
     M = Sq * H
-    for knob in ("impl", "gl_stages"):
-        if cfg[knob] not in KNOBS["prefill"][knob]:
-            raise ValueError(f"mla_prefill: {knob}={cfg[knob]!r} must be one of {KNOBS['prefill'][knob]}")
-    # gluon: the decode's Gluon kernel with one split (a causal prefill is a decode whose queries
-    # are the whole cache), where it applies; else the tl kernel below
-    if cfg["impl"] == "gluon" and not _interpreting() and _decode_gluon().applies(q, kv, dv):
-        o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
-        o2 = o.view(B, M, dv)
-        _decode_gluon().decode_split_gluon(
-            q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), o2.view(B, M, 1, dv), o2, o2, scale * LOG2E,
-            M, Skv, Sq, H, Skv, 1, B, dv, block_n=64, stages=cfg["gl_stages"], kslices=1,
+    o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
+    o2 = o.view(B, M, dv)
+    dg = _gluon_for(q, kv, dv, cfg["impl"])
+    if dg is not None:
+        # one split whose queries are the whole cache
+        dg.decode_split_gluon(
+            q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), o2, None, scale * LOG2E,
+            M, Skv, Sq, H, Skv, 1, B, dv, stages=cfg["gl_stages"], kslices=cfg["gl_kslices"],
         )  # fmt: skip
         return o
-    BLOCK_M, BLOCK_N = cfg["BLOCK_M"], cfg["BLOCK_N"]
-    block_dv = min(cfg["BLOCK_DV"], dv)
+    BLOCK_M = cfg["BLOCK_M"]
     m_blocks = triton.cdiv(M, BLOCK_M)
-    o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
     q2 = q.view(B, M, dv + d_pe)
-    o2 = o.view(B, M, dv)
-    _prefill_kernel[(dv // block_dv, m_blocks, B)](
-        q2,
-        kv,
-        o2,
-        scale * LOG2E,
-        M,
-        Skv,
-        Sq,
-        H,
-        m_blocks,
-        q2.stride(0),
-        q2.stride(1),
-        kv.stride(0),
-        kv.stride(1),
-        o2.stride(0),
-        o2.stride(1),
-        BLOCK_M=BLOCK_M,
-        BLOCK_N=BLOCK_N,
-        BLOCK_DV=block_dv,
-        DV=dv,
-        D_PE=d_pe,
-        F32_DOT=_interpreting(),
-        num_warps=cfg["num_warps"],
-        num_stages=cfg["num_stages"],
-    )
+    _prefill_kernel[(m_blocks, B)](
+        q2, kv, o2, scale * LOG2E, M, Skv, Sq, H, m_blocks,
+        q2.stride(0), q2.stride(1), kv.stride(0), kv.stride(1), o2.stride(0), o2.stride(1),
+        BLOCK_M=BLOCK_M, BLOCK_N=cfg["BLOCK_N"], DV=dv, D_PE=d_pe, F32_DOT=_interpreting(),
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+    )  # fmt: skip
     return o
 
 
@@ -808,9 +608,9 @@ def mla_decode(q: torch.Tensor, kv: torch.Tensor, scale: float, dv: int = 512) -
     """Decode attention of q [B, Sq, H, D] over the latent cache kv [B, Skv, D]; o [B, Sq, H, dv].
 
     For Sq > 1 the queries are the last Sq positions of the cache (causal, tril(Skv - Sq)).
-    The default (Gluon) path may run on several streams at once. The tl path's fused merge keeps
-    per-device barrier counters: with ``impl="tl"`` and calls overlapping on several streams, use
-    ``decode_with_config(..., cfg={"impl": "tl", "fused_merge": False})``.
+    The Gluon path may run on several streams at once. The tl path's fused merge keeps
+    per-device barrier counters: where the tl kernel runs and calls overlap on several streams, use
+    ``decode_with_config(..., cfg={"fused_merge": False})``.
     """
     return decode_with_config(q, kv, scale, dv)
 
@@ -820,4 +620,12 @@ def mla_prefill(q: torch.Tensor, kv: torch.Tensor, scale: float, dv: int = 512) 
     return prefill_with_config(q, kv, scale, dv)
 
 
-__all__ = ["mla_decode", "mla_prefill", "DECODE_CONFIG", "PREFILL_CONFIG", "KNOBS"]
+__all__ = [
+    "mla_decode",
+    "mla_prefill",
+    "decode_with_config",
+    "prefill_with_config",
+    "DECODE_CONFIG",
+    "PREFILL_CONFIG",
+    "KNOBS",
+]
