@@ -139,7 +139,7 @@ def _mla_specs(mk) -> dict:
                 BLOCK_N=c["BLOCK_N"],
                 DV=512,
                 D_PE=64,
-                F32_DOT=False,
+                INTERP=False,
             ),  # fmt: skip
             dict(num_warps=c["num_warps"], num_stages=c["num_stages"], maxnreg=0),
         ),

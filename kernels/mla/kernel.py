@@ -107,13 +107,27 @@ class Merge(enum.Enum):
 
 
 @triton.jit
-def _dot(a, b, acc, F32_DOT: tl.constexpr):
+def _dot(a, b, acc, INTERP: tl.constexpr):
     """acc + a @ b. Triton 3.6's interpreter multiplies bf16 operands as raw uint16 bit patterns,
-    so on the CPU path (F32_DOT) the operands are widened first; the GPU path uses them as they are."""
-    if F32_DOT:
+    so under the interpreter (INTERP) the operands are widened first (exact); the GPU path uses
+    them as they are."""
+    if INTERP:
         return tl.dot(a.to(tl.float32), b.to(tl.float32), acc)
     else:
         return tl.dot(a, b, acc)
+
+
+@triton.jit
+def _cast(x, dtype: tl.constexpr, INTERP: tl.constexpr):
+    """float32 x cast to dtype, rounded to nearest even as the GPU rounds. Triton 3.6's interpreter
+    truncates float32 to bf16, so under it the rounding is done on the bits first (carries into the
+    exponent are right; fp16 casts it rounds itself)."""
+    if INTERP:
+        if dtype == tl.bfloat16:
+            bits = x.to(tl.uint32, bitcast=True)
+            bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+            x = bits.to(tl.float32, bitcast=True)
+    return x.to(dtype)
 
 
 @triton.jit
@@ -139,7 +153,7 @@ def _grid_barrier(SYNC, num_programs):
 def _merge_row(
     PO, LSE, O, b, row, col0, num_splits,
     stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
-    BLOCK_S: tl.constexpr, BLOCK_DV: tl.constexpr,
+    BLOCK_S: tl.constexpr, BLOCK_DV: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """o[b, row, col0:col0+BLOCK_DV] = sum_s w_s po_s with w_s = 2^(lse_s - max) / sum (L1 bypassed:
     the partials were written by other programs of the same launch when the merge is fused)."""
@@ -154,7 +168,7 @@ def _merge_row(
     mx = tl.max(lse, 0)  # finite: split 0 always sees kv index 0
     w = tl.exp2(lse - mx)
     o = tl.sum(po.to(tl.float32) * w[:, None], 0) / tl.sum(w, 0)
-    tl.store(O + b * stride_ob + row * stride_om + offs_d, o.to(O.dtype.element_ty))
+    tl.store(O + b * stride_ob + row * stride_om + offs_d, _cast(o, O.dtype.element_ty, INTERP))
 
 
 @triton.jit
@@ -165,7 +179,7 @@ def _decode_kernel(
     stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_S: tl.constexpr,
     MERGE_DV: tl.constexpr, DV: tl.constexpr, D_PE: tl.constexpr,
-    SPLIT: tl.constexpr, FUSED_MERGE: tl.constexpr, KV_TMA: tl.constexpr, F32_DOT: tl.constexpr,
+    SPLIT: tl.constexpr, FUSED_MERGE: tl.constexpr, KV_TMA: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """Program (split * NCH + column chunk, row block, batch), NCH = DV / BLOCK_DV (1 or 2) column
     chunks a split, each recomputing the split's scores. Not SPLIT: o written directly (one
@@ -224,10 +238,10 @@ def _decode_kernel(
             if NCH == 2:
                 kv_other = tl.load(k_ptr + offs_other[None, :], mask=col_ok[:, None], other=0.0)
         s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        s = _dot(q_own, tl.trans(kv_own), s, F32_DOT)
+        s = _dot(q_own, tl.trans(kv_own), s, INTERP)
         if NCH == 2:
-            s = _dot(q_other, tl.trans(kv_other), s, F32_DOT)
-        s = _dot(q_pe, tl.trans(kv_pe), s, F32_DOT)
+            s = _dot(q_other, tl.trans(kv_other), s, INTERP)
+        s = _dot(q_pe, tl.trans(kv_pe), s, INTERP)
         s = s * scale_log2
         visible = col_ok[None, :] & (cols[None, :] <= limit[:, None])
         s = tl.where(visible, s, float("-inf"))
@@ -238,7 +252,7 @@ def _decode_kernel(
         acc = acc * alpha[:, None]
         m_i = m_new
         # the same kv rows, already on chip, are the values
-        acc = _dot(p.to(kv_own.dtype), kv_own, acc, F32_DOT)
+        acc = _dot(_cast(p, kv_own.dtype, INTERP), kv_own, acc, INTERP)
 
     # a split that sees no row of the cache (possible when Sq > 1) writes zeros and lse -inf,
     # which the merge weighs as 0
@@ -249,7 +263,7 @@ def _decode_kernel(
     if SPLIT:
         lse = tl.where(empty, float("-inf"), m_i + tl.log2(l_safe))
         po_ptr = PO + b * stride_pb + rows[:, None] * stride_pm + pid_s * stride_ps + offs_own[None, :]
-        tl.store(po_ptr, out.to(PO.dtype.element_ty), mask=row_ok[:, None])
+        tl.store(po_ptr, _cast(out, PO.dtype.element_ty, INTERP), mask=row_ok[:, None])
         # every column chunk of a split has the same log-sum-exp: one writes it
         tl.store(LSE + b * stride_lb + rows * stride_lm + pid_s, lse, mask=row_ok & (h == 0))
         if FUSED_MERGE:
@@ -262,24 +276,24 @@ def _decode_kernel(
                     _merge_row(
                         PO, LSE, O, b, row, (it % NCOL) * MERGE_DV, num_splits,
                         stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
-                        BLOCK_S, MERGE_DV,
+                        BLOCK_S, MERGE_DV, INTERP,
                     )  # fmt: skip
     else:
         o_ptr = O + b * stride_ob + rows[:, None] * stride_om + offs_own[None, :]
-        tl.store(o_ptr, out.to(O.dtype.element_ty), mask=row_ok[:, None])
+        tl.store(o_ptr, _cast(out, O.dtype.element_ty, INTERP), mask=row_ok[:, None])
 
 
 @triton.jit
 def _merge_kernel(
     PO, LSE, O, num_splits,
     stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
-    BLOCK_S: tl.constexpr, BLOCK_DV: tl.constexpr,
+    BLOCK_S: tl.constexpr, BLOCK_DV: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """Program (row, column block, batch): one _merge_row."""
     _merge_row(
         PO, LSE, O, tl.program_id(2), tl.program_id(0), tl.program_id(1) * BLOCK_DV, num_splits,
         stride_pb, stride_pm, stride_ps, stride_lb, stride_lm, stride_ob, stride_om,
-        BLOCK_S, BLOCK_DV,
+        BLOCK_S, BLOCK_DV, INTERP,
     )  # fmt: skip
 
 
@@ -287,7 +301,7 @@ def _merge_kernel(
 def _prefill_kernel(
     Q, KV, O, scale_log2, M, Skv, Sq, H, num_m_blocks,
     stride_qb, stride_qm, stride_kb, stride_kn, stride_ob, stride_om,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, DV: tl.constexpr, D_PE: tl.constexpr, F32_DOT: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, DV: tl.constexpr, D_PE: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """Program (row block, batch), the heaviest row blocks (the end of the sequence) first. The kv
     loop has two parts: the tiles every row of the block sees (no mask), then the diagonal tiles
@@ -322,15 +336,15 @@ def _prefill_kernel(
         kv_nope = tl.load(k_ptr + offs_v[None, :])
         kv_pe = tl.load(k_ptr + offs_pe[None, :])
         s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        s = _dot(q_nope, tl.trans(kv_nope), s, F32_DOT)
-        s = _dot(q_pe, tl.trans(kv_pe), s, F32_DOT)
+        s = _dot(q_nope, tl.trans(kv_nope), s, INTERP)
+        s = _dot(q_pe, tl.trans(kv_pe), s, INTERP)
         s = s * scale_log2
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
-        acc = _dot(p.to(kv_nope.dtype), kv_nope, acc, F32_DOT)
+        acc = _dot(_cast(p, kv_nope.dtype, INTERP), kv_nope, acc, INTERP)
         m_i = m_new
 
     for n0 in range(full_end, end, BLOCK_N):
@@ -340,8 +354,8 @@ def _prefill_kernel(
         kv_nope = tl.load(k_ptr + offs_v[None, :], mask=col_ok[:, None], other=0.0)
         kv_pe = tl.load(k_ptr + offs_pe[None, :], mask=col_ok[:, None], other=0.0)
         s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        s = _dot(q_nope, tl.trans(kv_nope), s, F32_DOT)
-        s = _dot(q_pe, tl.trans(kv_pe), s, F32_DOT)
+        s = _dot(q_nope, tl.trans(kv_nope), s, INTERP)
+        s = _dot(q_pe, tl.trans(kv_pe), s, INTERP)
         s = s * scale_log2
         s = tl.where(cols[None, :] <= limit[:, None], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
@@ -349,12 +363,12 @@ def _prefill_kernel(
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
-        acc = _dot(p.to(kv_nope.dtype), kv_nope, acc, F32_DOT)
+        acc = _dot(_cast(p, kv_nope.dtype, INTERP), kv_nope, acc, INTERP)
         m_i = m_new
 
     out = acc * (1.0 / l_i)[:, None]
     o_ptr = O + b * stride_ob + rows[:, None] * stride_om + offs_v[None, :]
-    tl.store(o_ptr, out.to(O.dtype.element_ty), mask=row_ok[:, None])
+    tl.store(o_ptr, _cast(out, O.dtype.element_ty, INTERP), mask=row_ok[:, None])
 
 
 def _check(q: torch.Tensor, kv: torch.Tensor, dv: int, what: str) -> tuple[int, int, int, int, int]:
@@ -489,7 +503,7 @@ def _merge(po, lse, o2, S, block_dv):
     mdv = min(block_dv, dv)
     _merge_kernel[(M, dv // mdv, B)](
         po, lse, o2, S, *_split_strides(po, lse, o2),
-        BLOCK_S=max(2, triton.next_power_of_2(S)), BLOCK_DV=mdv, num_warps=4,
+        BLOCK_S=max(2, triton.next_power_of_2(S)), BLOCK_DV=mdv, INTERP=_interpreting(), num_warps=4,
     )  # fmt: skip
 
 
@@ -568,7 +582,7 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
         scale * LOG2E, M, Skv, Sq, H, split_len, S, num_programs,
         q2.stride(0), q2.stride(1), kv.stride(0), kv.stride(1), *_split_strides(po, lse, o2),
         BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_DV=block_dv, BLOCK_S=block_s, MERGE_DV=merge_dv, DV=dv, D_PE=d_pe,
-        SPLIT=merge is not Merge.NONE, FUSED_MERGE=merge is Merge.FUSED, KV_TMA=kv_tma, F32_DOT=_interpreting(),
+        SPLIT=merge is not Merge.NONE, FUSED_MERGE=merge is Merge.FUSED, KV_TMA=kv_tma, INTERP=_interpreting(),
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **extra,
     )  # fmt: skip
     if merge is Merge.KERNEL:
@@ -598,7 +612,7 @@ def prefill_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = N
     _prefill_kernel[(m_blocks, B)](
         q2, kv, o2, scale * LOG2E, M, Skv, Sq, H, m_blocks,
         q2.stride(0), q2.stride(1), kv.stride(0), kv.stride(1), o2.stride(0), o2.stride(1),
-        BLOCK_M=BLOCK_M, BLOCK_N=cfg["BLOCK_N"], DV=dv, D_PE=d_pe, F32_DOT=_interpreting(),
+        BLOCK_M=BLOCK_M, BLOCK_N=cfg["BLOCK_N"], DV=dv, D_PE=d_pe, INTERP=_interpreting(),
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )  # fmt: skip
     return o

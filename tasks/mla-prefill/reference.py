@@ -6,8 +6,23 @@ q [B, S, H, 576], kv [B, S, 576]: causal attention of every query over the laten
 position, the latent serving as K (all 576 columns) and V (its first dv = 512 columns).
 """
 
+import importlib.util
+from pathlib import Path
+
 import torch
 
+
+def _load_inputs():
+    """tasks/mla/inputs.py (the input families, shared with the decode task), by path and out of
+    sys.modules like this file."""
+    path = Path(__file__).resolve().parent.parent / "mla" / "inputs.py"
+    spec = importlib.util.spec_from_file_location("marathon_mla_inputs", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+INPUTS = _load_inputs()
 ENTRY = "mla_prefill"
 OUTPUT_NAMES = ("o",)
 TOLERANCE = {"o": 1e-2}
@@ -17,8 +32,11 @@ D_QK = 576
 D_V = 512
 
 
-def _shape(name, B, S, H, scale, timed=False, headline=False):
-    return dict(name=name, B=B, S=S, H=H, scale=scale, timed=timed, headline=headline)
+def _shape(name, B, S, H, scale, family="random", timed=False, headline=False):
+    """A correctness shape; names of shapes other than the timed one start with their family."""
+    if not timed:
+        name = f"{family}: {name}"
+    return dict(name=name, family=family, B=B, S=S, H=H, scale=scale, timed=timed, headline=headline)
 
 
 def shapes(gpu: bool) -> list[dict]:
@@ -27,10 +45,20 @@ def shapes(gpu: bool) -> list[dict]:
         return [
             _shape("B1 S50 H2", 1, 50, 2, s1),
             _shape("B2 S37 H1", 2, 37, 1, s2),
+            _shape("B2 S1 H4", 2, 1, 4, s2, "tiny"),
+            _shape("B1 S3 H2", 1, 3, 2, s1, "tiny"),
+            _shape("B1 S17 H3", 1, 17, 3, s2, "tiny"),
+            _shape("B1 S40 H2", 1, 40, 2, s1, "peaked"),
+            _shape("B2 S23 H4", 2, 23, 4, s2, "dominant"),
         ]
     return [
         _shape("B1 S300 H16", 1, 300, 16, s2),
         _shape("B2 S1000 H8", 2, 1000, 8, s1),
+        _shape("B2 S1 H64", 2, 1, 64, s1, "tiny"),
+        _shape("B1 S3 H16", 1, 3, 16, s2, "tiny"),
+        _shape("B1 S129 H8", 1, 129, 8, s1, "tiny"),
+        _shape("B1 S1000 H16", 1, 1000, 16, s1, "peaked"),
+        _shape("B1 S777 H64", 1, 777, 64, s2, "dominant"),
         _shape("B1 S8192 H64", 1, 8192, 64, s2, timed=True, headline=True),
     ]
 
@@ -39,8 +67,7 @@ def make_inputs(shape: dict, seed: int, device) -> dict:
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
     B, S, H = shape["B"], shape["S"], shape["H"]
-    q = torch.randn(B, S, H, D_QK, generator=gen, device=device).to(torch.bfloat16)
-    kv = torch.randn(B, S, D_QK, generator=gen, device=device).to(torch.bfloat16)
+    q, kv = INPUTS.make_qkv(shape.get("family", "random"), B, S, H, S, D_QK, shape["scale"], gen, device)
     return dict(q=q, kv=kv, scale=shape["scale"], dv=D_V)
 
 

@@ -7,8 +7,21 @@ q [B, Sq, H, 576], kv [B, Skv, 576] (one latent row per token, shared by all hea
 the sequence: query i sees cache rows j <= Skv - Sq + i.
 """
 
+import importlib.util
+from pathlib import Path
+
 import torch
 
+
+def _load_inputs():
+    """tasks/mla/inputs.py (the input families), by path and out of sys.modules like this file."""
+    spec = importlib.util.spec_from_file_location("marathon_mla_inputs", Path(__file__).resolve().parent / "inputs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+INPUTS = _load_inputs()
 ENTRY = "mla_decode"
 OUTPUT_NAMES = ("o",)
 TOLERANCE = {"o": 1e-2}
@@ -18,8 +31,11 @@ D_QK = 576
 D_V = 512
 
 
-def _shape(name, B, Sq, H, Skv, scale, timed=False, headline=False):
-    return dict(name=name, B=B, Sq=Sq, H=H, Skv=Skv, scale=scale, timed=timed, headline=headline)
+def _shape(name, B, Sq, H, Skv, scale, family="random", timed=False, headline=False):
+    """A correctness shape; names of shapes other than the timed ones start with their family."""
+    if not timed:
+        name = f"{family}: {name}"
+    return dict(name=name, family=family, B=B, Sq=Sq, H=H, Skv=Skv, scale=scale, timed=timed, headline=headline)
 
 
 def shapes(gpu: bool) -> list[dict]:
@@ -29,10 +45,21 @@ def shapes(gpu: bool) -> list[dict]:
             _shape("B1 Sq1 H16 Skv100", 1, 1, 16, 100, s1),
             _shape("B2 Sq2 H16 Skv75", 2, 2, 16, 75, s2),
             _shape("B1 Sq4 H8 Skv33", 1, 4, 8, 33, s1),
+            _shape("B2 Sq1 H16 Skv1", 2, 1, 16, 1, s2, "tiny"),
+            _shape("B1 Sq4 H8 Skv4", 1, 4, 8, 4, s1, "tiny"),
+            _shape("B3 Sq2 H4 Skv17", 3, 2, 4, 17, s2, "tiny"),
+            _shape("B2 Sq2 H16 Skv70", 2, 2, 16, 70, s1, "peaked"),
+            _shape("B1 Sq4 H8 Skv40", 1, 4, 8, 40, s2, "dominant"),
         ]
     return [
         _shape("B2 Sq1 H16 Skv1000", 2, 1, 16, 1000, s2),
         _shape("B3 Sq4 H64 Skv777", 3, 4, 64, 777, s1),
+        _shape("B2 Sq1 H64 Skv1", 2, 1, 64, 1, s1, "tiny"),
+        _shape("B1 Sq4 H64 Skv4", 1, 4, 64, 4, s2, "tiny"),
+        _shape("B3 Sq2 H128 Skv65", 3, 2, 128, 65, s1, "tiny"),
+        _shape("B2 Sq4 H64 Skv1000", 2, 4, 64, 1000, s2, "peaked"),
+        _shape("B1 Sq1 H64 Skv8192", 1, 1, 64, 8192, s1, "peaked"),
+        _shape("B2 Sq2 H64 Skv777", 2, 2, 64, 777, s2, "dominant"),
         _shape("B1 Sq1 H64 Skv8192", 1, 1, 64, 8192, s2, timed=True, headline=True),
         _shape("B1 Sq2 H64 Skv8192", 1, 2, 64, 8192, s1, timed=True),
         _shape("B1 Sq4 H64 Skv8192", 1, 4, 64, 8192, s2, timed=True),
@@ -43,8 +70,7 @@ def make_inputs(shape: dict, seed: int, device) -> dict:
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
     B, Sq, H, Skv = (shape[x] for x in ("B", "Sq", "H", "Skv"))
-    q = torch.randn(B, Sq, H, D_QK, generator=gen, device=device).to(torch.bfloat16)
-    kv = torch.randn(B, Skv, D_QK, generator=gen, device=device).to(torch.bfloat16)
+    q, kv = INPUTS.make_qkv(shape.get("family", "random"), B, Sq, H, Skv, D_QK, shape["scale"], gen, device)
     return dict(q=q, kv=kv, scale=shape["scale"], dv=D_V)
 
 
