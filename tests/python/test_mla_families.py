@@ -162,7 +162,7 @@ def test_kernel_meets_the_tolerances_on_each_family(task, family, impl):
 # mild inputs. The edits must match the source exactly once (else the test fails, not skips).
 SHORTCUTS = [
     (
-        "four fixed splits, no guard for a split that sees nothing",
+        "splits of Skv / 4 rows, no guard for a split a query sees nothing of",
         "tiny",
         [
             (
