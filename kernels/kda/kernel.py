@@ -106,11 +106,18 @@ def _bf(x, INTERP: tl.constexpr):
 
 @triton.jit
 def _mmx(a, b, acc, PREC: tl.constexpr, INTERP: tl.constexpr):
-    """acc + a @ b, float32 accumulation; PREC "bf16" rounds the operands to bf16."""
+    """acc + a @ b with float32 accumulation. PREC "bf16": the operands rounded to bf16 (a relative
+    error of 2^-9 per operand); "bf16x3": each operand split into two bf16 parts x = x1 + x2 (16
+    mantissa bits) and a1 b1 + a1 b2 + a2 b1 summed on the tensor cores, as accurate as float32
+    operands (the a2 b2 term is below float32's rounding) at three bf16 products."""
     if PREC == "bf16":
         return acc + tl.dot(_bf(a, INTERP), _bf(b, INTERP))
     else:
-        return acc + tl.dot(a, b, input_precision=PREC)
+        a1 = _bf(a, INTERP)
+        b1 = _bf(b, INTERP)
+        d = tl.dot(_bf(a - a1.to(tl.float32), INTERP), b1)
+        d = tl.dot(a1, _bf(b - b1.to(tl.float32), INTERP), d)
+        return acc + tl.dot(a1, b1, d)
 
 
 @triton.jit
@@ -164,6 +171,73 @@ def _chunk_rows(c, ctab, T, VARLEN: tl.constexpr):
     return t0, tend
 
 
+# Gates in the log2 domain. A per-step log2 decay below GMIN is 2^GMIN = 0 in float32 (below the
+# smallest denormal, 2^-149), as is every product of decays over a span that includes it: clamping
+# there changes no result and keeps the cumulative sums finite and small enough (|G| <= 64 * 150)
+# for their differences to keep float32's precision.
+GMIN = tl.constexpr(-150.0)
+# The midpoint split of a 16-row sub-chunk is used while every factor 2^(G_i - m), 2^(m - G_j) lies
+# in 2^(+-HALF_SPAN): normal floats, whose products (up to 2^(2 HALF_SPAN) only above the diagonal,
+# masked) stay finite in float32 and bf16.
+HALF_SPAN = tl.constexpr(100.0)
+
+
+@triton.jit
+def _pairs_by_halves(A3, P3, Ad, Pd, kbe, qs, k64, G, BK: tl.constexpr, INTERP: tl.constexpr):
+    """One K slice's share of A (beta_i k_i . k_j 2^(G_i - G_j), j < i) and Aqk (scale q_i . k_j
+    2^(G_i - G_j), j <= i) for any gates, added to A3, P3 ([4, 16, 64]: sub-chunk I's rows, the
+    columns left of its diagonal block) and Ad, Pd ([4, 16, 16]: the diagonal blocks). Every pair
+    j < i is taken at the one level S (64, 32, ..., 2) whose aligned group of S rows holds both, j
+    in its left half and i in its right half, with the decay split at the left half's last row r:
+    2^(G_i - G_r) 2^(G_r - G_j), both exponents <= 0, so that no factor exceeds 1 and a factor that
+    underflows stands for a product that is 0 in float32 too. The diagonal of Aqk is q_i . k_i."""
+    r16 = tl.arange(0, 16)
+    Pd += tl.where(
+        (r16[:, None] == r16[None, :])[None, :, :], tl.reshape(tl.sum(qs * k64, axis=1), [4, 16])[:, :, None], 0.0
+    )
+    A3, P3, Ad, Pd = _pairs_at_level(A3, P3, Ad, Pd, kbe, qs, k64, G, 64, BK, INTERP)
+    A3, P3, Ad, Pd = _pairs_at_level(A3, P3, Ad, Pd, kbe, qs, k64, G, 32, BK, INTERP)
+    A3, P3, Ad, Pd = _pairs_at_level(A3, P3, Ad, Pd, kbe, qs, k64, G, 16, BK, INTERP)
+    A3, P3, Ad, Pd = _pairs_at_level(A3, P3, Ad, Pd, kbe, qs, k64, G, 8, BK, INTERP)
+    A3, P3, Ad, Pd = _pairs_at_level(A3, P3, Ad, Pd, kbe, qs, k64, G, 4, BK, INTERP)
+    A3, P3, Ad, Pd = _pairs_at_level(A3, P3, Ad, Pd, kbe, qs, k64, G, 2, BK, INTERP)
+    return A3, P3, Ad, Pd
+
+
+@triton.jit
+def _pairs_at_level(A3, P3, Ad, Pd, kbe, qs, k64, G, S: tl.constexpr, BK: tl.constexpr, INTERP: tl.constexpr):
+    """The pairs (i, j) of _pairs_by_halves at level S: i in the right half and j in the left
+    half of the same aligned group of S rows, the decay split at the left half's last row."""
+    r = tl.arange(0, 64)
+    G4 = tl.reshape(G, [64 // S, S, BK])
+    ref = tl.sum(tl.where((tl.arange(0, S) == S // 2 - 1)[None, :, None], G4, 0.0), axis=1)
+    ref = tl.reshape(tl.broadcast_to(ref[:, None, :], [64 // S, S, BK]), [64, BK])
+    right = ((r % S) >= S // 2)[:, None]
+    # (the exponents are <= 0 where the masks keep them; the minimum keeps the others finite)
+    rf = tl.reshape(tl.where(right, _ex2(tl.minimum(G - ref, 0.0), INTERP), 0.0), [4, 16, BK])
+    cf = tl.where(right, 0.0, k64 * _ex2(tl.minimum(ref - G, 0.0), INTERP))
+    kr3 = tl.reshape(kbe, [4, 16, BK]) * rf
+    qr3 = tl.reshape(qs, [4, 16, BK]) * rf
+    if S >= 32:  # the columns of sub-chunk I's group left of sub-chunk I
+        i4 = tl.arange(0, 4)
+        C3 = tl.where((r[None, :, None] // S == (16 * i4[:, None, None]) // S), cf[None, :, :], 0.0)
+        Ct = tl.permute(C3, (0, 2, 1))
+        A3 = _mmx(kr3, Ct, A3, "bf16", INTERP)
+        P3 = _mmx(qr3, Ct, P3, "bf16", INTERP)
+    else:  # within the diagonal blocks
+        Ct = tl.permute(tl.reshape(cf, [4, 16, BK]), (0, 2, 1))
+        a = _mmx(kr3, Ct, 0.0, "bf16", INTERP)
+        p = _mmx(qr3, Ct, 0.0, "bf16", INTERP)
+        if S < 16:  # only pairs within one group
+            r16 = tl.arange(0, 16)
+            same = ((r16[:, None] // S) == (r16[None, :] // S))[None, :, :]
+            a = tl.where(same, a, 0.0)
+            p = tl.where(same, p, 0.0)
+        Ad += a
+        Pd += p
+    return A3, P3, Ad, Pd
+
+
 @triton.jit
 def _kda_intra(
     q, k, g, beta, v, ctab,
@@ -210,12 +284,13 @@ def _kda_intra(
     P3 = tl.zeros([4, 16, 64], tl.float32)
     # column j of block I's tile is used for j <= 16 I + 15
     cmask = r[None, :, None] <= 16 * i4[:, None, None] + 15
+    span = tl.zeros([4, BK], tl.float32)  # the largest |G_i - m_I| of each sub-chunk and channel
     for ks in range(0, K, BK):
         if TMA:
             g64 = _live(tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]), live, VARLEN) * LOG2E
         else:
             g64 = _rows(g_p + ks, t0, tend, H * K, 64, BK) * LOG2E
-        G = _cum(Lc, g64, INTERP)
+        G = _cum(Lc, tl.maximum(g64, GMIN), INTERP)
         if TMA:
             k64 = _live(tl.reshape(KD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32), live, VARLEN)
             qs = _live(tl.reshape(QD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32), live, VARLEN) * scale
@@ -239,21 +314,44 @@ def _kda_intra(
             _put(kd_out + o_row * K + ks, p0, K, kd, 64, BK, INTERP)
         G3 = tl.reshape(G, [4, 16, BK])
         m4 = tl.sum(tl.where((r16 == 7)[None, :, None], G3, 0.0), axis=1)  # [4, BK]
-        e3 = _ex2(G3 - m4[:, None, :], INTERP)
+        dm3 = G3 - m4[:, None, :]
+        span = tl.maximum(span, tl.max(tl.abs(dm3), axis=1))
+        e3 = _ex2(dm3, INTERP)
         kr3 = tl.reshape(kbe, [4, 16, BK]) * e3
         qr3 = tl.reshape(qs, [4, 16, BK]) * e3
         C3 = tl.where(cmask, k64[None, :, :] * _ex2(m4[:, None, :] - G[None, :, :], INTERP), 0.0)
         Ct = tl.permute(C3, (0, 2, 1))
         A3 = _mmx(kr3, Ct, A3, "bf16", INTERP)
-        P3 = _mmx(qr3, Ct, P3, "bf16", INTERP)
+        P3 = _mmx(qr3, Ct, P3, "bf16x3", INTERP)
 
+    if tl.max(span) > HALF_SPAN:
+        # some factor of the midpoint split left 2^(+-HALF_SPAN) (overflow or underflow, and NaN
+        # where they met): A and Aqk again, every pair split where both factors are <= 1
+        A3 = tl.zeros([4, 16, 64], tl.float32)
+        P3 = tl.zeros([4, 16, 64], tl.float32)
+        Ad = tl.zeros([4, 16, 16], tl.float32)
+        Pd = tl.zeros([4, 16, 16], tl.float32)
+        for ks in range(0, K, BK):
+            if TMA:
+                g64 = _live(tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]), live, VARLEN) * LOG2E
+                k64 = _live(tl.reshape(KD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32), live, VARLEN)
+                qs = _live(tl.reshape(QD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32), live, VARLEN) * scale
+            else:
+                g64 = _rows(g_p + ks, t0, tend, H * K, 64, BK) * LOG2E
+                k64 = _rows(k_p + ks, t0, tend, H * K, 64, BK)
+                qs = _rows(q_p + ks, t0, tend, H * K, 64, BK) * scale
+            G = _cum(Lc, tl.maximum(g64, GMIN), INTERP)
+            A3, P3, Ad, Pd = _pairs_by_halves(A3, P3, Ad, Pd, k64 * be[:, None], qs, k64, G, BK, INTERP)
+        on_diag = i4[:, None, None, None] == i4[None, None, :, None]  # [4, 1, 4, 1]
+        A3 += tl.reshape(tl.where(on_diag, Ad[:, :, None, :], 0.0), [4, 16, 64])
+        P3 += tl.reshape(tl.where(on_diag, Pd[:, :, None, :], 0.0), [4, 16, 64])
     P = tl.reshape(P3, [64, 64])
     if TMA:
         AQD.store([bh * TP + p0, 0], tl.where(rj <= ri, P, 0.0).to(tl.bfloat16))
     else:
         _put(aqk_out + o_row * 64, p0, 64, tl.where(rj <= ri, P, 0.0), 64, 64, INTERP)
     # each sub-chunk's own 16 x 16 block inverted where it lies (block I of A3 is the warp's)
-    A = tl.reshape(_diag_inverse(A3, "bf16", INTERP), [64, 64])
+    A = tl.reshape(_diag_inverse(A3, "bf16x3", INTERP), [64, 64])
     D = tl.where(ri // 16 == rj // 16, A, 0.0)
     Z = _z_of(D, A - D, (ri == rj).to(tl.float32), "bf16", INTERP)
     Z = _bf(Z, INTERP)
