@@ -7,6 +7,9 @@
 2. Loops with a runtime bound: the interpreter turns a scalar tensor into an int with
    ``int(array)`` on a one-element array, which NumPy >= 2.4 refuses ("only 0-dimensional arrays
    can be converted to Python scalars"). The scalar is read with ``.item()`` instead.
+3. float32 -> bfloat16 casts (``x.to(tl.bfloat16)``): the interpreter truncates the mantissa, the
+   GPU rounds to nearest even. A kernel then errs up to twice as much on the CPU as on the GPU, so
+   CPU evaluations would judge it by a different function. The cast rounds to nearest even.
 
 ``apply()`` is applied by the harness whenever it runs the interpreter; idempotent; a no-op when
 the interpreter is not importable.
@@ -39,7 +42,31 @@ def apply() -> bool:
     create_dot._marathon_bf16_fix = True
     builder.create_dot = create_dot
     _fix_scalar_index(interp)
+    _fix_bf16_rounding(interp, tl)
     return True
+
+
+def _fix_bf16_rounding(interp, tl) -> None:
+    import numpy as np
+
+    builder = interp.InterpreterBuilder
+    orig = builder.cast_impl
+    if getattr(orig, "_marathon_rtne_fix", False):
+        return
+
+    def cast_impl(self, src, dst_type):
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            # Round to nearest even on the bits (the carry runs into the exponent, as in hardware);
+            # NaN stays a quiet NaN.
+            bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32).astype(np.uint64)
+            out = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+            out = np.where(np.isnan(src.data), np.uint16(0x7FC0), out)
+            return interp.TensorHandle(out.reshape(np.shape(src.data)), dst_type.scalar)
+        return orig(self, src, dst_type)
+
+    cast_impl._marathon_rtne_fix = True
+    builder.cast_impl = cast_impl
+    # The class's cast lambdas call self.cast_impl, so they now take this one.
 
 
 def _fix_scalar_index(interp) -> None:
