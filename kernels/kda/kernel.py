@@ -15,10 +15,12 @@ Kernel 1 (`_kda_intra`, one program per chunk and head, fully parallel) computes
 gates (in the log2 domain, as products with a constant 0/1 matrix), writes qg = scale q * Gamma,
 kd = k * exp(G_63 - G) (bf16), exp(G_63) (float32) and Aqk (bf16), and accumulates A in registers.
 The decay exp(G_i - G_j) is split as exp(G_i - m_I) * exp(m_I - G_j) with m_I the cumulative gate
-at the midpoint of row i's 16-row sub-chunk I and the column side zero past that sub-chunk, so
-that no factor exceeds exp(8 * |g|max) (finite in float32 for per-step log decays down to about
--10). The four sub-chunks are one batched product [4, 16, BK] @ [4, BK, 64]: sub-chunk I's rows
-against its own column tile. Then it solves, in registers: each warp inverts its sub-chunk's 16x16
+at the midpoint of row i's 16-row sub-chunk I and the column side zero past that sub-chunk; the
+four sub-chunks are one batched product [4, 16, BK] @ [4, BK, 64]: sub-chunk I's rows against its
+own column tile. That split is exact while every factor lies in 2^(+-HALF_SPAN); a chunk where
+one does not (per-step log decays below about -9) has A and Aqk computed again with every pair's
+decay split where both factors are <= 1 (_pairs_by_halves), so any gates g <= 0 give finite,
+accurate results (gates are clamped where the decay is 0 in float32 anyway, GMIN). Then it solves, in registers: each warp inverts its sub-chunk's 16x16
 diagonal block of A, (I + D_I)^-1; with N the rest of A, I + A = (I + D)(I + M), M = (I + D)^-1 N,
 D^16 = 0 and M^4 = 0, so Z = T - I follows from four products (_z_of), and w = kb + Z kb,
 u = beta v + Z (beta v) with kb = beta k Gamma (parked in w's buffer, which w overwrites).
@@ -353,8 +355,11 @@ def _kda_intra(
     # each sub-chunk's own 16 x 16 block inverted where it lies (block I of A3 is the warp's)
     A = tl.reshape(_diag_inverse(A3, "bf16x3", INTERP), [64, 64])
     D = tl.where(ri // 16 == rj // 16, A, 0.0)
-    Z = _z_of(D, A - D, (ri == rj).to(tl.float32), "bf16", INTERP)
-    Z = _bf(Z, INTERP)
+    Zf = _z_of(D, A - D, (ri == rj).to(tl.float32), "bf16", INTERP)
+    # u = beta v + Z (beta v) as beta v + (Z diag(beta)) v: v is exact in bf16, so the product
+    # rounds only Z diag(beta), once (beta v rounded to bf16 cost as much again)
+    Zb = _bf(Zf * be[None, :], INTERP)
+    Z = _bf(Zf, INTERP)
     # w = kb + Z kb with kb read back: this program's own stores, ordered by the barrier
     tl.debug_barrier()
     for ks in range(0, K, BW):
@@ -368,8 +373,7 @@ def _kda_intra(
             x = _live(tl.reshape(VD.load([b, t0, h * V + vs]), [64, BW]).to(tl.float32), live, VARLEN)
         else:
             x = _rows(v_p + vs, t0, tend, H * V, 64, BW)
-        x = x * be[:, None]
-        x = _mmx(Z, x, x, "bf16", INTERP)
+        x = _mmx(Zb, x, x * be[:, None], "bf16", INTERP)
         if TMA:
             UD.store([bh * TP + p0, vs], x.to(tl.bfloat16))
         else:

@@ -112,3 +112,19 @@ def test_kda_extreme_gates_under_varlen_stay_per_sequence():
         part = [x[:, a:b].double() for x in args]
         ro, rh = kda_ref.kda_reference(*part, inp["scale"], h0[n : n + 1].double(), True)
         assert _rel(o[:, a:b], ro) <= TOL and _rel(hT[n : n + 1], rh) <= TOL, n
+
+
+@pytest.mark.skipif(not GPU or torch.cuda.get_device_capability()[0] != 9, reason="Gluon scans: Hopper GPU only")
+@pytest.mark.parametrize("impl,bv", [("gluon", 32), ("gluon_t", 64)])
+@pytest.mark.parametrize("family", ["strong decay", "weak decay, correlated keys"])
+def test_kda_gluon_scans_are_within_tolerance_on_hard_families(impl, bv, family):
+    """The family tests above run the tl scan at their small B * H; the Gluon scans (the default at
+    the task's shapes) on the same families, forced."""
+    shape = dict(B=2, T=300, H=3, K=128, V=128, init=True, final=True, family=family)
+    inp = task_ref.make_inputs(shape, 4, DEV)
+    args = [inp[x] for x in ("q", "k", "v", "g", "beta")]
+    h0 = inp["initial_state"]
+    o, hT = kda_kernel.kda_fwd_cfg(*args, inp["scale"], h0, True, bv=bv, scan_impl=impl)
+    r64 = kda_ref.kda_reference(*(x.double() for x in args), inp["scale"], h0.double(), True)
+    assert torch.isfinite(o).all() and torch.isfinite(hT).all()
+    assert _rel(o, r64[0]) <= TOL and _rel(hT, r64[1]) <= TOL, (_rel(o, r64[0]), _rel(hT, r64[1]))
