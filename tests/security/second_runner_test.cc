@@ -127,5 +127,22 @@ TEST(SecondRunner, LockOfAKilledRunnerIsTakenOverByResume) {
   EXPECT_EQ(now->pid, second.pid());
 }
 
+TEST(SecondRunner, GoalVerbsStillWorkWhileARunnerHoldsTheRun) {
+  TempDir dir("goal-while-held");
+  HeldTurn held(3);
+  GatedServer server(held);
+  fs::path run = dir / "run";
+  Child first(with_binary(tiny_run_args(run, server.base_url())), {}, dir / "first.log");
+  ASSERT_TRUE(held.wait_reached(120)) << read_text(dir / "first.log");
+  EXPECT_EQ(run_binary({"goal", "pause", run.string(), "checking"}, {}, dir / "goal.log", 60), 0)
+      << read_text(dir / "goal.log");
+  EXPECT_EQ(testing::events_of_type(load_events(run), ev::kGoalChanged).size(), 1u);
+  held.release();
+  std::optional<int> rc = first.wait_for(120);
+  ASSERT_TRUE(rc);
+  EXPECT_EQ(*rc, 0) << read_text(dir / "first.log");
+  EXPECT_EQ(load_state(run).goal.status, "paused") << "the runner did not read the goal verb";
+}
+
 }  // namespace
 }  // namespace marathon
