@@ -67,7 +67,8 @@ std::string flag_problem(const RunArgs& a) {
   if (a.max_hours) {
     checks.emplace_back("--max-hours", range_problem(*a.max_hours, 0, true, kMaxWallS / 3600));
   }
-  if (a.max_cost) checks.emplace_back("--max-cost", limit_problem("max_cost_usd", *a.max_cost, false));
+  if (a.max_cost)
+    checks.emplace_back("--max-cost", limit_problem("max_cost_usd", *a.max_cost, false));
   if (a.max_tokens) {
     checks.emplace_back("--max-tokens", limit_problem("max_tokens", double(*a.max_tokens), true));
   }
@@ -76,7 +77,8 @@ std::string flag_problem(const RunArgs& a) {
   }
   if (a.target) checks.emplace_back("--target", target_problem(*a.target));
   if (a.context_window) {
-    checks.emplace_back("--context-window", range_problem(double(*a.context_window), 0, false, 1e9));
+    checks.emplace_back("--context-window",
+                        range_problem(double(*a.context_window), 0, false, 1e9));
   }
   checks.emplace_back("--goal-auto-pause", range_problem(a.goal_auto_pause, 0, true, 1e6));
   for (const auto& [flag, why] : checks) {

@@ -126,7 +126,7 @@ class EventStore {
   bool read_only_;
   std::function<void()> write_guard_;
   FileId db_id_, wal_id_, shm_id_;
-  std::string broken_;  // why writes are refused, once a check failed
+  std::string broken_;         // why writes are refused, once a check failed
   std::string temp_copy_dir_;  // a private copy of a read-only log with a WAL (removed on close)
 };
 

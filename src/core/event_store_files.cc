@@ -25,8 +25,8 @@ bool stat_id(const std::string& path, uint64_t* dev, uint64_t* ino) {
 }  // namespace
 
 void EventStore::record_files() {
-  for (auto [id, suffix] : {std::pair<FileId*, const char*>{&db_id_, ""}, {&wal_id_, "-wal"},
-                            {&shm_id_, "-shm"}}) {
+  for (auto [id, suffix] :
+       {std::pair<FileId*, const char*>{&db_id_, ""}, {&wal_id_, "-wal"}, {&shm_id_, "-shm"}}) {
     id->known = stat_id(path_ + suffix, &id->dev, &id->ino);
   }
 }
@@ -69,11 +69,11 @@ void EventStore::check_files() {
         // so they are copied into events.db (still the file opened: checked above) before
         // stopping. Nothing appended after this point is acknowledged.
         int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_FULL, nullptr, nullptr);
-        why += rc == SQLITE_OK
-                   ? " (the events it held were copied into " + path_ + ")"
-                   : " (copying the events it held into " + path_ +
-                         " failed: " + sqlite3_errmsg(db_) + "; events since the last checkpoint "
-                         "may be lost)";
+        why += rc == SQLITE_OK ? " (the events it held were copied into " + path_ + ")"
+                               : " (copying the events it held into " + path_ +
+                                     " failed: " + sqlite3_errmsg(db_) +
+                                     "; events since the last checkpoint "
+                                     "may be lost)";
       }
       refuse_writes(why);
     }

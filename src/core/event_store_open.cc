@@ -46,10 +46,9 @@ bool exists(const std::string& p) {
 // Opens `path` (or, when given, the URI naming it with parameters); errors name `path`.
 sqlite3* open_connection(const std::string& path, int flags, const std::string& uri = "") {
   sqlite3* db = nullptr;
-  int rc = uri.empty()
-               ? sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr)
-               : sqlite3_open_v2(uri.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
-                                 nullptr);
+  int rc = uri.empty() ? sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr)
+                       : sqlite3_open_v2(uri.c_str(), &db,
+                                         flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <system_error>
 
-
 namespace marathon {
 
 namespace fs = std::filesystem;
@@ -183,7 +182,8 @@ RunLock RunLock::acquire_new(const fs::path& dir) {
 }
 
 void RunLock::verify() const {
-  struct stat fst {}, pst {};
+  struct stat fst {
+  }, pst{};
   if (fd_ < 0 || ::fstat(fd_, &fst) != 0) {
     throw StoreError("run directory " + dir_.string() + ": its lock is not held");
   }
@@ -196,7 +196,8 @@ void RunLock::verify() const {
 
 void RunLock::abandon_new() {
   if (fd_ < 0) return;
-  struct stat fst {}, pst {};
+  struct stat fst {
+  }, pst{};
   if (::fstat(fd_, &fst) == 0 && ::lstat(path_.c_str(), &pst) == 0 && same_file(fst, pst)) {
     ::unlink(path_.c_str());
   }

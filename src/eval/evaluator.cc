@@ -166,8 +166,8 @@ EvalOutcome classify(const ProcessResult& p, double timeout_s) {
   if (!p.started) {
     o.status = EvalStatus::kNonzeroExit;
     o.exit_code = 127;
-    o.result = failed_result(o.status,
-                             "the evaluator could not be started: " + valid_utf8(p.spawn_error));
+    o.result =
+        failed_result(o.status, "the evaluator could not be started: " + valid_utf8(p.spawn_error));
     return o;
   }
   if (p.timed_out) {

@@ -6,8 +6,7 @@
 
 namespace marathon {
 
-std::optional<std::string> range_problem(double value, double min, bool min_inclusive,
-                                         double max) {
+std::optional<std::string> range_problem(double value, double min, bool min_inclusive, double max) {
   if (std::isnan(value)) return "must be a number, got nan";
   if (std::isinf(value)) return fmt::format("must be finite, got {}", value);
   if (min_inclusive ? value < min : value <= min) {

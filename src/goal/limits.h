@@ -10,8 +10,8 @@
 
 namespace marathon {
 
-inline constexpr double kMaxEvaluatorTimeoutS = 86400;      // one day
-inline constexpr double kMaxWallS = 366 * 86400.0;          // a year
+inline constexpr double kMaxEvaluatorTimeoutS = 86400;  // one day
+inline constexpr double kMaxWallS = 366 * 86400.0;      // a year
 inline constexpr double kMaxToolCalls = 1e9;
 inline constexpr double kMaxTokens = 1e15;
 inline constexpr double kMaxCostUsd = 1e9;
@@ -20,8 +20,7 @@ inline constexpr double kMaxPricePerMillion = 1e6;  // USD per million tokens
 
 // What is wrong with `value` for the range [min, max] (min excluded unless min_inclusive): nan,
 // an infinity, or out of range; nullopt when it is in range.
-std::optional<std::string> range_problem(double value, double min, bool min_inclusive,
-                                         double max);
+std::optional<std::string> range_problem(double value, double min, bool min_inclusive, double max);
 
 // What is wrong with `value` for budget limit `key` (max_tool_calls, max_wall_s, max_tokens,
 // max_cost_usd, max_gpu_s), or nullopt when it is usable. `is_integer` says whether the value was

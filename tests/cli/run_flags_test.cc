@@ -31,8 +31,8 @@ TEST(RunFlags, NonFiniteOrOutOfRangeBudgetsAreRefusedNamingTheFlag) {
     fs::path run = tmp / "run";
     fs::path log = tmp / "out.log";
     fs::remove(log);
-    std::vector<std::string> args{"run", mt::tiny_task().string(), "--run-dir", run.string(),
-                                  "--policy", "search"};
+    std::vector<std::string> args{
+        "run", mt::tiny_task().string(), "--run-dir", run.string(), "--policy", "search"};
     args.insert(args.end(), flag.begin(), flag.end());
     int rc = mt::run_binary(args, {}, log, 60);
     std::string out = mt::read_text(log);

@@ -17,12 +17,14 @@ TEST(Utf8, WellFormedTextComesBackUnchanged) {
 }
 
 TEST(Utf8, IllFormedBytesBecomeReplacementCharacters) {
-  EXPECT_EQ(valid_utf8("a\xFF" "b"), "a" + kFffd + "b");
-  EXPECT_EQ(valid_utf8("\x80"), kFffd);                            // lone continuation
-  EXPECT_EQ(valid_utf8("\xC0\xAF"), kFffd + kFffd);                // overlong '/'
-  EXPECT_EQ(valid_utf8("\xED\xA0\x80"), kFffd + kFffd + kFffd);    // a surrogate
+  EXPECT_EQ(valid_utf8("a\xFF"
+                       "b"),
+            "a" + kFffd + "b");
+  EXPECT_EQ(valid_utf8("\x80"), kFffd);                                      // lone continuation
+  EXPECT_EQ(valid_utf8("\xC0\xAF"), kFffd + kFffd);                          // overlong '/'
+  EXPECT_EQ(valid_utf8("\xED\xA0\x80"), kFffd + kFffd + kFffd);              // a surrogate
   EXPECT_EQ(valid_utf8("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // > U+10FFFF
-  EXPECT_EQ(valid_utf8("\xE2\x82"), kFffd);       // cut at the end: one maximal subpart
+  EXPECT_EQ(valid_utf8("\xE2\x82"), kFffd);  // cut at the end: one maximal subpart
   EXPECT_EQ(valid_utf8("\xE2\x82x"), kFffd + "x");
   for (const char* s : {"\xFF", "\xC0\xAF", "\xED\xA0\x80", "\xE2\x82"}) {
     EXPECT_FALSE(is_valid_utf8(s));

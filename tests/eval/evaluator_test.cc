@@ -199,14 +199,13 @@ TEST(ParseResult, ViolationsMustBeStrings) {
   EXPECT_THAT(err, HasSubstr("\"violations\" must be an array of strings"));
 }
 
-
 // Evaluator output that is not valid UTF-8 (a candidate's binary print, a cut-off character):
 // the evaluation is kept, its text decoded leniently, and the result can always be logged.
 TEST_F(ScriptTask, InvalidUtf8InTheResultIsDecodedLenientlyAndTheScoreKept) {
   EvalOutcome o = run(
       R"(printf '{"schema_version": 1, "correct": true, "score": 3.5, "log": "bad \377\300 bytes"}\n')");
-  ASSERT_EQ(o.status, EvalStatus::kOk) << o.result.dump(-1, ' ', false,
-                                                        json::error_handler_t::replace);
+  ASSERT_EQ(o.status, EvalStatus::kOk)
+      << o.result.dump(-1, ' ', false, json::error_handler_t::replace);
   EXPECT_EQ(o.result["score"], 3.5);
   EXPECT_EQ(o.result["log"], "bad \xEF\xBF\xBD\xEF\xBF\xBD bytes");
   EXPECT_NO_THROW(o.result.dump());  // what the event log writes

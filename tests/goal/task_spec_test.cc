@@ -145,7 +145,8 @@ TEST_F(TaskDir, NonPositiveTimeoutIsRejected) {
 // Numbers that bound a run: each bad one named with file, line and key (goal/limits.h).
 TEST_F(TaskDir, TimeoutThatIsNotAFiniteDayAtMostIsRejected) {
   for (const char* bad : {"nan", "inf", "-inf", "86401", "1e300"}) {
-    std::string err = error_of(replace(kValid, "timeout_s = 30", std::string("timeout_s = ") + bad));
+    std::string err =
+        error_of(replace(kValid, "timeout_s = 30", std::string("timeout_s = ") + bad));
     EXPECT_THAT(err, HasSubstr("task.toml:16: [evaluator].timeout_s: must be")) << bad;
   }
   EXPECT_EQ(error_of(replace(kValid, "timeout_s = 30", "timeout_s = 86400")), "");

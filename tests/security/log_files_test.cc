@@ -14,9 +14,9 @@
 namespace marathon {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Child;
 using testing::GatedServer;
+using ::testing::HasSubstr;
 using testing::HeldTurn;
 using testing::load_events;
 using testing::load_state;
@@ -39,9 +39,9 @@ json lone_run(const TempDir& dir) {
   return comparable_state(load_state(ref));
 }
 
-// A runner held on the model (at `held`'s turn) of the tiny run; `tamper` is done to its run directory
-// then, and the runner let go. Returns its exit status; its output is in dir/first.log and the
-// events it had logged when tampered with in *before.
+// A runner held on the model (at `held`'s turn) of the tiny run; `tamper` is done to its run
+// directory then, and the runner let go. Returns its exit status; its output is in dir/first.log
+// and the events it had logged when tampered with in *before.
 int tamper_with_live_run(const TempDir& dir, const fs::path& run, HeldTurn& held,
                          GatedServer& server, const std::function<void()>& tamper,
                          std::vector<Event>* before) {
@@ -145,8 +145,9 @@ TEST(LogFiles, ReadOnlyRunDirectoryCanBeInspected) {
   ASSERT_GT(fs::file_size(dir / "live" / "events.db-wal"), 0u);
 
   // A finished run (no WAL), a killed run's files (WAL and -shm), and its WAL alone.
-  const std::tuple<const char*, fs::path, bool> copies[] = {
-      {"finished", dir / "ref", true}, {"killed", dir / "live", true}, {"wal-only", dir / "live", false}};
+  const std::tuple<const char*, fs::path, bool> copies[] = {{"finished", dir / "ref", true},
+                                                            {"killed", dir / "live", true},
+                                                            {"wal-only", dir / "live", false}};
   for (const auto& [name, source, with_shm] : copies) {
     // The number of events, read from a scratch copy where the folder is writable.
     fs::path scratch = dir / (std::string(name) + "-scratch");
@@ -171,20 +172,23 @@ TEST(LogFiles, ReadOnlyRunDirectoryCanBeInspected) {
 
     fs::path log = dir / (std::string(name) + ".log");
     EXPECT_EQ(run_on_read_only(bwrap, ro, {"status", "--json", ro.string()}, log), 0)
-        << name << ":\n" << read_text(log);
+        << name << ":\n"
+        << read_text(log);
     std::string out = read_text(log);
     json status = json::parse(out.substr(std::min(out.find('{'), out.size())), nullptr, false);
     EXPECT_EQ(status.value("events", -1), static_cast<int>(events)) << name << ":\n" << out;
 
     EXPECT_EQ(run_on_read_only(bwrap, ro, {"log", "--json", ro.string()}, log), 0)
-        << name << ":\n" << read_text(log);
+        << name << ":\n"
+        << read_text(log);
     EXPECT_EQ(read_lines(log).size(), events) << name;
 
     fs::path exported = dir / (std::string(name) + ".jsonl");
-    EXPECT_EQ(run_on_read_only(bwrap, ro, {"log", "export", ro.string(), "-o", exported.string()},
-                               log),
-              0)
-        << name << ":\n" << read_text(log);
+    EXPECT_EQ(
+        run_on_read_only(bwrap, ro, {"log", "export", ro.string(), "-o", exported.string()}, log),
+        0)
+        << name << ":\n"
+        << read_text(log);
     EXPECT_EQ(read_lines(exported).size(), events) << name;
     EXPECT_EQ(listing(), files) << name << ": the read-only folder changed";
   }

@@ -15,9 +15,9 @@
 namespace marathon {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Child;
 using testing::GatedServer;
+using ::testing::HasSubstr;
 using testing::HeldTurn;
 using testing::load_events;
 using testing::load_state;
