@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "eval/evaluator.h"
 #include "eval/result_cache.h"
+#include "goal/limits.h"
 #include "goal/task_spec.h"
 
 namespace marathon::cli {
@@ -94,7 +95,14 @@ void run_eval(const EvalCliOptions& opt) {
   }
   eval::EvalOptions eo;
   if (opt.seed >= 0) eo.seed = static_cast<uint64_t>(opt.seed);
-  if (opt.timeout_s > 0) eo.timeout_s = opt.timeout_s;
+  if (opt.timeout_s != 0) {
+    if (auto why = timeout_problem(opt.timeout_s)) {
+      spdlog::error("--timeout: {} (seconds)", *why);
+      exit_code = 2;
+      return;
+    }
+    eo.timeout_s = opt.timeout_s;
+  }
   eval::EvalOutcome o = eval::run_evaluator(task, cand, eo);
   if (opt.json) {
     json out = o.result;
@@ -102,7 +110,7 @@ void run_eval(const EvalCliOptions& opt) {
     out["elapsed_s"] = o.elapsed_s;
     out["candidate"] = cand_hash;
     out["task"] = task.name;
-    std::cout << out.dump() << std::endl;
+    std::cout << out.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
   } else {
     std::cout << human(task, cand, cand_hash, o);
   }

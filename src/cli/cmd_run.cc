@@ -13,6 +13,9 @@
 #include "cli/commands.h"
 #include "core/event_store.h"
 #include "core/fold.h"
+#include "core/run_dir.h"
+#include "core/run_lock.h"
+#include "goal/limits.h"
 #include "goal/task_spec.h"
 #include "loop/drive.h"
 #include "loop/replay.h"
@@ -53,7 +56,42 @@ std::string default_run_dir(const std::string& task_name) {
   return fmt::format("runs/{}-{}", task_name, buf);
 }
 
+// The first flag whose value is out of range, as "--flag: problem" (goal/limits.h); "" when all
+// are usable.
+std::string flag_problem(const RunArgs& a) {
+  std::vector<std::pair<const char*, std::optional<std::string>>> checks;
+  if (a.max_tool_calls) {
+    checks.emplace_back("--max-tool-calls",
+                        limit_problem("max_tool_calls", double(*a.max_tool_calls), true));
+  }
+  if (a.max_hours) {
+    checks.emplace_back("--max-hours", range_problem(*a.max_hours, 0, true, kMaxWallS / 3600));
+  }
+  if (a.max_cost)
+    checks.emplace_back("--max-cost", limit_problem("max_cost_usd", *a.max_cost, false));
+  if (a.max_tokens) {
+    checks.emplace_back("--max-tokens", limit_problem("max_tokens", double(*a.max_tokens), true));
+  }
+  if (a.max_gpu_s) {
+    checks.emplace_back("--max-gpu-seconds", limit_problem("max_gpu_s", *a.max_gpu_s, false));
+  }
+  if (a.target) checks.emplace_back("--target", target_problem(*a.target));
+  if (a.context_window) {
+    checks.emplace_back("--context-window",
+                        range_problem(double(*a.context_window), 0, false, 1e9));
+  }
+  checks.emplace_back("--goal-auto-pause", range_problem(a.goal_auto_pause, 0, true, 1e6));
+  for (const auto& [flag, why] : checks) {
+    if (why) return fmt::format("{}: {}", flag, *why);
+  }
+  return "";
+}
+
 int do_run(const RunArgs& a) {
+  if (std::string why = flag_problem(a); !why.empty()) {
+    spdlog::error("run: {}", why);
+    return 2;
+  }
   TaskSpec task;
   try {
     task = load_task(a.task_dir);
@@ -93,7 +131,21 @@ int do_run(const RunArgs& a) {
   o.context_window = a.context_window;
   o.goal_auto_pause_turns = a.goal_auto_pause;
 
-  std::unique_ptr<EventStore> store = create_run(task, o);
+  std::optional<RunLock> lock;
+  try {
+    lock.emplace(RunLock::acquire_new(o.run_dir));
+  } catch (const StoreError& e) {
+    spdlog::error("run: {}", e.what());
+    return 1;
+  }
+  std::unique_ptr<EventStore> store;
+  try {
+    store = create_run(task, o);
+  } catch (...) {
+    lock->abandon_new();
+    throw;
+  }
+  store->set_write_guard([&lock] { lock->verify(); });
   State state = fold(store->read());
   std::unique_ptr<Policy> policy;
   try {
@@ -110,6 +162,15 @@ int do_run(const RunArgs& a) {
 }
 
 int do_resume(const std::string& run_dir, bool quiet) {
+  // Locked before anything is appended or the workspace rewritten: a second resume of a live run
+  // must change nothing.
+  std::optional<RunLock> lock;
+  try {
+    lock.emplace(RunLock::acquire(existing_run_dir(run_dir).root));
+  } catch (const StoreError& e) {
+    spdlog::error("resume: {}", e.what());
+    return 1;
+  }
   State state;
   std::unique_ptr<EventStore> store = reopen_run(run_dir, &state);
   if (!store) {
@@ -117,6 +178,7 @@ int do_resume(const std::string& run_dir, bool quiet) {
                 state.finish_reason.c_str());
     return 0;
   }
+  store->set_write_guard([&lock] { lock->verify(); });
   std::vector<Event> events = store->read();
   const json& created = events.front().payload;
   std::unique_ptr<Policy> policy;

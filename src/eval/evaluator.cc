@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/utf8.h"
+
 namespace marathon::eval {
 
 namespace fs = std::filesystem;
@@ -57,7 +59,8 @@ std::string quote_start(const std::string& s, size_t n = 200) {
   std::string t = trim(s);
   if (t.empty()) return "(stdout was empty)";
   if (t.size() > n) t = t.substr(0, n) + "...";
-  return "stdout began: " + json(t).dump();
+  // The cut may split a character.
+  return "stdout began: " + json(valid_utf8(t)).dump();
 }
 
 std::string tail(const std::string& s, size_t n) {
@@ -80,11 +83,14 @@ std::optional<json> find_object(const std::string& text) {
 
 }  // namespace
 
-std::optional<json> parse_result(const std::string& stdout_text, std::string* error) {
+std::optional<json> parse_result(const std::string& stdout_bytes, std::string* error) {
   auto fail = [&](const std::string& why) -> std::optional<json> {
     if (error) *error = why;
     return std::nullopt;
   };
+  // Decoded leniently: a stray byte (a candidate's binary print, a cut-off character) becomes
+  // U+FFFD inside a string instead of making the whole result unreadable.
+  const std::string stdout_text = valid_utf8(stdout_bytes);
   std::optional<json> found = find_object(stdout_text);
   if (!found) return fail("no JSON object on stdout; " + quote_start(stdout_text));
   json r = *found;
@@ -153,13 +159,15 @@ EvalOutcome classify(const ProcessResult& p, double timeout_s) {
   o.elapsed_s = p.elapsed_s;
   o.exit_code = p.exit_code;
   o.signal = p.signal;
-  o.stderr_tail = tail(p.err, 4000);
+  // Both streams are bytes: decoded leniently (after cutting, which may split a character).
+  o.stderr_tail = valid_utf8(tail(p.err, 4000));
   const std::string err_note =
-      trim(p.err).empty() ? "" : "\nstderr (last lines):\n" + tail(trim(p.err), 1500);
+      trim(p.err).empty() ? "" : "\nstderr (last lines):\n" + valid_utf8(tail(trim(p.err), 1500));
   if (!p.started) {
     o.status = EvalStatus::kNonzeroExit;
     o.exit_code = 127;
-    o.result = failed_result(o.status, "the evaluator could not be started: " + p.spawn_error);
+    o.result =
+        failed_result(o.status, "the evaluator could not be started: " + valid_utf8(p.spawn_error));
     return o;
   }
   if (p.timed_out) {

@@ -53,7 +53,9 @@ EvalOutcome run_evaluator(const TaskSpec& task, const std::filesystem::path& can
 EvalOutcome classify(const ProcessResult& p, double timeout_s);
 
 // Pure: the result object from an evaluator's stdout (the whole text, or else its last non-empty
-// line), validated and normalised. On failure returns nullopt and sets *error to what is wrong.
+// line), validated and normalised. The bytes are decoded leniently (ill-formed UTF-8 becomes
+// U+FFFD), so the result and *error are always valid UTF-8. On failure returns nullopt and sets
+// *error to what is wrong.
 std::optional<json> parse_result(const std::string& stdout_text, std::string* error);
 
 // A result for an outcome that produced none (correct=false, score=null, error_kind, log).

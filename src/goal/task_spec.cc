@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "goal/limits.h"
+
 namespace marathon {
 
 namespace fs = std::filesystem;
@@ -217,6 +219,9 @@ void read_goal(TableReader& top, TaskSpec& spec) {
            "must be \"max\" or \"min\", got \"" + spec.goal.direction + "\"");
   }
   spec.goal.target = r.number("target", false);
+  if (spec.goal.target) {
+    if (auto why = target_problem(*spec.goal.target)) r.fail("target", r.get("target"), *why);
+  }
   r.reject_unknown();
 }
 
@@ -235,8 +240,8 @@ void read_evaluator(TableReader& top, TaskSpec& spec) {
     r.fail("command", cmd, "must be an array of strings or a string, got " + type_name(*cmd));
   }
   spec.evaluator.timeout_s = *r.number("timeout_s", true);
-  if (!(spec.evaluator.timeout_s > 0)) {
-    r.fail("timeout_s", r.get("timeout_s"), "must be > 0");
+  if (auto why = timeout_problem(spec.evaluator.timeout_s)) {
+    r.fail("timeout_s", r.get("timeout_s"), *why + " (seconds)");
   }
   const toml::node* v = r.require("version");
   if (auto i = v->as_integer()) {
@@ -254,7 +259,8 @@ void read_limits(TableReader& top, TaskSpec& spec) {
   for (const char* k :
        {"max_tool_calls", "max_wall_s", "max_tokens", "max_cost_usd", "max_gpu_s"}) {
     if (auto v = r.number(k, false)) {
-      if (*v < 0) r.fail(k, r.get(k), "must be >= 0");
+      const toml::node* n = r.get(k);
+      if (auto why = limit_problem(k, *v, n->is_integer())) r.fail(k, n, *why);
       spec.limits[k] = *v;
     }
   }
@@ -272,7 +278,7 @@ void read_prices(TableReader& top, TaskSpec& spec) {
     json p = json::object();
     for (const char* f : {"prompt", "completion"}) {
       auto x = r.number(f, true);
-      if (*x < 0) r.fail(f, r.get(f), "must be >= 0");
+      if (auto why = price_problem(*x)) r.fail(f, r.get(f), *why);
       p[f] = *x;
     }
     r.reject_unknown();

@@ -199,5 +199,35 @@ TEST(ParseResult, ViolationsMustBeStrings) {
   EXPECT_THAT(err, HasSubstr("\"violations\" must be an array of strings"));
 }
 
+// Evaluator output that is not valid UTF-8 (a candidate's binary print, a cut-off character):
+// the evaluation is kept, its text decoded leniently, and the result can always be logged.
+TEST_F(ScriptTask, InvalidUtf8InTheResultIsDecodedLenientlyAndTheScoreKept) {
+  EvalOutcome o = run(
+      R"(printf '{"schema_version": 1, "correct": true, "score": 3.5, "log": "bad \377\300 bytes"}\n')");
+  ASSERT_EQ(o.status, EvalStatus::kOk)
+      << o.result.dump(-1, ' ', false, json::error_handler_t::replace);
+  EXPECT_EQ(o.result["score"], 3.5);
+  EXPECT_EQ(o.result["log"], "bad \xEF\xBF\xBD\xEF\xBF\xBD bytes");
+  EXPECT_NO_THROW(o.result.dump());  // what the event log writes
+}
+
+TEST_F(ScriptTask, InvalidUtf8GarbageAndStderrStillGiveALoggableOutcome) {
+  EvalOutcome o = run(R"(printf 'Traceback \377\376 broke\n'; printf 'err \377\n' >&2)");
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("Traceback \xEF\xBF\xBD"));
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("err \xEF\xBF\xBD"));
+  EXPECT_NO_THROW(o.result.dump());
+  EXPECT_NO_THROW(json(o.stderr_tail).dump());
+}
+
+TEST(ParseResult, QuoteOfLongOutputNeverSplitsACharacter) {
+  // 199 ASCII bytes, then a 2-byte character that the 200-byte quote cuts in half.
+  std::string out = std::string(199, 'x') + "\xC3\xA9" + " and more";
+  std::string err;
+  EXPECT_FALSE(parse_result(out, &err).has_value());
+  EXPECT_THAT(err, HasSubstr("stdout began"));
+  EXPECT_NO_THROW(json(err).dump());
+}
+
 }  // namespace
 }  // namespace marathon::eval
