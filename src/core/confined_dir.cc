@@ -34,11 +34,6 @@ EntryKind kind_of(mode_t mode) {
   return EntryKind::kBlockDevice;
 }
 
-bool is_special(EntryKind k) {
-  return k != EntryKind::kFile && k != EntryKind::kDir && k != EntryKind::kLink &&
-         k != EntryKind::kMissing;
-}
-
 // Closes on scope exit.
 struct Fd {
   int fd = -1;

@@ -150,7 +150,7 @@ TEST(PlantedLinks, ResumeAfterAKillRebuildsTheWorkspaceWithoutFollowingThem) {
       case 2:
         if (!killed) {  // hold the runner here until the test kills it
           ScriptedResponse slow = finish();
-          slow.delay_s = 20;
+          slow.delay_s = 8;
           return slow;
         }
         return finish();
