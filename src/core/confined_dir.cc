@@ -170,8 +170,8 @@ FsResult<ConfinedDir> ConfinedDir::open(const fs::path& root, Resolver resolver)
   if (fd < 0) {
     return FsError{root.string(), "cannot open the workspace folder: " + errno_text(errno)};
   }
-  bool use2 = resolver == Resolver::kOpenat2 ||
-              (resolver == Resolver::kAuto && kernel_has_openat2());
+  bool use2 =
+      resolver == Resolver::kOpenat2 || (resolver == Resolver::kAuto && kernel_has_openat2());
   if (resolver == Resolver::kOpenat2 && !kernel_has_openat2()) {
     ::close(fd);
     return FsError{root.string(), "openat2 with RESOLVE_BENEATH is not available on this kernel"};
@@ -205,8 +205,7 @@ int ConfinedDir::open_parts(const PathParts& parts, int flags, mode_t mode) cons
     std::string p = join_parts(parts);
     long fd;
     do {
-      fd = sys_openat2(fd_, p.c_str(), static_cast<uint64_t>(flags),
-                       (flags & O_CREAT) ? mode : 0);
+      fd = sys_openat2(fd_, p.c_str(), static_cast<uint64_t>(flags), (flags & O_CREAT) ? mode : 0);
     } while (fd < 0 && errno == EAGAIN);  // a concurrent rename: the kernel asks for a retry
     return static_cast<int>(fd);
   }
@@ -256,8 +255,8 @@ Entry ConfinedDir::lookup(const PathParts& dir, const std::string& name) const {
   return e;
 }
 
-std::optional<Resolved> ConfinedDir::resolve(const std::string& path, Links links,
-                                             bool follow_last, FsError* error) const {
+std::optional<Resolved> ConfinedDir::resolve(const std::string& path, Links links, bool follow_last,
+                                             FsError* error) const {
   std::string why;
   std::optional<PathParts> parts = normalize_relative(path, &why);
   if (!parts) {
@@ -296,8 +295,8 @@ FsResult<std::string> ConfinedDir::read(const std::string& path, size_t max_byte
     case EntryKind::kLink:
       return FsError{path, "is a symbolic link (-> " + r->link_target + "), not followed here"};
     default:
-      return FsError{path, "is a " + describe(r->kind) +
-                               ", not a regular file: refused without opening it"};
+      return FsError{
+          path, "is a " + describe(r->kind) + ", not a regular file: refused without opening it"};
   }
   if (r->size > max_bytes) {
     return FsError{path, "file is " + std::to_string(r->size) + " bytes, more than the limit of " +
@@ -347,8 +346,8 @@ int ConfinedDir::open_dir_creating(const PathParts& parts, WriteLinks links,
         // A link, FIFO, socket or device where the log has a folder: the entry goes, not what a
         // link points to.
         if (::unlinkat(dir.fd, name.c_str(), 0) != 0 && errno != ENOENT) {
-          *reason = "cannot remove the " + describe(kind_of(st.st_mode)) + " '" +
-                    join_parts(done) + "' in the way: " + errno_text(errno);
+          *reason = "cannot remove the " + describe(kind_of(st.st_mode)) + " '" + join_parts(done) +
+                    "' in the way: " + errno_text(errno);
           return -1;
         }
         next = ::openat(dir.fd, name.c_str(), flags);
@@ -407,8 +406,7 @@ FsResult<std::string> ConfinedDir::write(const std::string& path, std::string_vi
     }
   }
   std::string tmp = temp_name();
-  Fd out(::openat(dir.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                  0644));
+  Fd out(::openat(dir.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (out.fd < 0) return FsError{path, "cannot create a temporary file: " + errno_text(errno)};
   int err = 0;
   bool ok = write_all(out.fd, bytes, &err);
@@ -426,8 +424,8 @@ FsResult<std::string> ConfinedDir::write(const std::string& path, std::string_vi
   }
   if (!ok) {
     ::unlinkat(dir.fd, tmp.c_str(), 0);
-    return FsError{path, (err == EISDIR ? std::string("is a folder")
-                                        : "write failed: " + errno_text(err))};
+    return FsError{
+        path, (err == EISDIR ? std::string("is a folder") : "write failed: " + errno_text(err))};
   }
   return join_parts(parts);
 }
@@ -577,7 +575,8 @@ FsResult<size_t> ConfinedDir::walk(const std::string& dir,
   auto r = resolve(dir, links, /*follow_last=*/true, &err);
   if (!r) return err;
   if (r->kind == EntryKind::kMissing) return FsError{dir, "no such folder"};
-  if (r->kind != EntryKind::kDir) return FsError{dir, "is a " + describe(r->kind) + ", not a folder"};
+  if (r->kind != EntryKind::kDir)
+    return FsError{dir, "is a " + describe(r->kind) + ", not a folder"};
   Fd fd(open_parts(r->parts, O_RDONLY | O_DIRECTORY));
   if (fd.fd < 0) return FsError{dir, "cannot open folder: " + errno_text(errno)};
   Walker w{visit};

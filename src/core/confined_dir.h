@@ -47,7 +47,7 @@ struct FsError {
 template <class T>
 class FsResult {
  public:
-  FsResult(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  FsResult(T value) : value_(std::move(value)) {}        // NOLINT: implicit by design
   FsResult(FsError error) : error_(std::move(error)) {}  // NOLINT
   bool ok() const { return value_.has_value(); }
   const T& value() const { return *value_; }

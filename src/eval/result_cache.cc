@@ -83,8 +83,9 @@ std::map<std::string, std::string> editable_files(const TaskSpec& task, const fs
 std::string candidate_refusal(const TaskSpec& task, const std::vector<CandidateFile>& files) {
   for (const CandidateFile& f : files) {
     if (f.kind == EntryKind::kFile) continue;
-    std::string what = f.kind == EntryKind::kLink ? "a symbolic link (-> " + f.hash_value.substr(5) + ")"
-                                                  : "a " + describe(f.kind);
+    std::string what = f.kind == EntryKind::kLink
+                           ? "a symbolic link (-> " + f.hash_value.substr(5) + ")"
+                           : "a " + describe(f.kind);
     return "editable file '" + f.path + "' is " + what +
            "; a candidate is made of regular files only (write the file itself)";
   }

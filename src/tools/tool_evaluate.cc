@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-
 #include "eval/evaluator.h"
 #include "eval/result_cache.h"
 

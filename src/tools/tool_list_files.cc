@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "tools/tool_error.h"
 #include "tools/file_io.h"
+#include "tools/tool_error.h"
 
 namespace marathon {
 namespace {

@@ -276,9 +276,9 @@ TEST_P(ConfinedDirTest, WalkListsLinksAsLinksAndNeverEntersThem) {
     return true;
   });
   ASSERT_TRUE(n.ok()) << n.error().message();
-  EXPECT_EQ(seen, (std::vector<std::string>{"a.txt:regular file",
-                                            "out:symbolic link->" + host().string(), "p:FIFO",
-                                            "sub:folder", "sub/b.txt:regular file"}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"a.txt:regular file", "out:symbolic link->" + host().string(),
+                                      "p:FIFO", "sub:folder", "sub/b.txt:regular file"}));
   EXPECT_FALSE(d().walk("out", [](const FileInfo&) { return true; }).ok());
 }
 
@@ -307,8 +307,7 @@ TEST_P(ConfinedDirTest, AReplacingWriteRefusesARegularFileInMidPath) {
   put(ws() / "a", "file");
   auto w = d().write("a/b", "x", WriteLinks::kReplace);
   ASSERT_FALSE(w.ok());
-  EXPECT_NE(w.error().reason.find("'a' is not a folder"), std::string::npos)
-      << w.error().message();
+  EXPECT_NE(w.error().reason.find("'a' is not a folder"), std::string::npos) << w.error().message();
   EXPECT_EQ(slurp(ws() / "a"), "file");
 }
 

@@ -143,8 +143,7 @@ TEST(ResolveBeneath, ADirLinkThatClimbsOutIsRefusedForAnyPathThroughIt) {
   t.dir("a").link("a/out", "../../host");
   Resolved r = t.follow("a/out/file.txt");
   EXPECT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("link 'a/out' leads outside the workspace"), std::string::npos)
-      << r.error;
+  EXPECT_NE(r.error.find("link 'a/out' leads outside the workspace"), std::string::npos) << r.error;
 }
 
 TEST(ResolveBeneath, ADanglingLinkOutIsRefusedAndADanglingLinkInsideGivesItsTarget) {

@@ -45,9 +45,7 @@ struct Decoy {
     std::map<std::string, std::string> out;
     for (auto& e : fs::recursive_directory_iterator(dir)) {
       std::string rel = fs::relative(e.path(), dir).string();
-      out[rel] = e.is_symlink()     ? "link"
-                 : e.is_directory() ? "dir"
-                                    : read_text(e.path());
+      out[rel] = e.is_symlink() ? "link" : e.is_directory() ? "dir" : read_text(e.path());
     }
     return out;
   }
@@ -187,10 +185,10 @@ TEST(PlantedLinks, ResumeAfterAKillRebuildsTheWorkspaceWithoutFollowingThem) {
   // A fork of the hostile run rebuilds its own workspace and nothing else.
   fs::path forked = dir / "fork";
   int64_t last = load_events(run).back().seq;
-  ASSERT_EQ(run_binary({"fork", run.string(), "--at", std::to_string(last), "--run-dir",
-                        forked.string()},
-                       {}, dir / "fork.log", 120),
-            0)
+  ASSERT_EQ(
+      run_binary({"fork", run.string(), "--at", std::to_string(last), "--run-dir", forked.string()},
+                 {}, dir / "fork.log", 120),
+      0)
       << read_text(dir / "fork.log");
   EXPECT_EQ(decoy.snapshot(), before) << "fork touched a host file";
   EXPECT_EQ(read_text(forked / "workspace/sub/extra.txt"), "x\n");

@@ -197,8 +197,7 @@ TEST_F(FileTools, WriteOverAFileLinkOutIsRefusedAndEditThroughADirLinkOutToo) {
   ToolResult e =
       call("edit_file", {{"path", "sub/host.cc"}, {"old_string", "host"}, {"new_string", "x"}});
   EXPECT_FALSE(e.ok);
-  EXPECT_NE(e.output.find("link 'sub' leads outside the workspace"), std::string::npos)
-      << e.output;
+  EXPECT_NE(e.output.find("link 'sub' leads outside the workspace"), std::string::npos) << e.output;
   EXPECT_EQ(w.read(w.outside() / "host.cc"), "int host;");
   ToolResult list = call("list_files", {{"path", "sub"}});
   EXPECT_FALSE(list.ok);
