@@ -6,6 +6,7 @@
 //    "tool_call_id": "..."}                                                         // tool
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,9 @@ struct PolicyRequest {
   json messages = json::array();  // the assembled prompt
   json tools = json::array();     // OpenAI "tools" array: [{"type":"function","function":{name,description,parameters}}]
   const State* state = nullptr;   // the folded state the prompt was built from
+  // Polled while the policy waits (a model call): true means stop now. The policy then returns an
+  // error of kind "interrupted" and the loop logs no response (the request stays pending).
+  std::function<bool()> interrupted;
 };
 
 struct PolicyReply {
@@ -36,6 +40,10 @@ struct PolicyReply {
   // unknown tool name): [{tool_call_id, kind, message}]. The loop logs them and answers each call
   // with its message as a tool error.
   json problems = json::array();
+  // Set when the provider's usage was missing or not believable and the token counts and cost
+  // above are the runtime's estimate: {problems: [...], reported: <usage as sent or null>}. The
+  // loop logs it as llm.usage_rejected.
+  std::optional<json> usage_rejected;
 };
 
 class Policy {

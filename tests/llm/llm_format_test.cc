@@ -214,7 +214,7 @@ TEST(Registry, ConfigTableIsReadAndBadKeysAreNamed) {
     provider_config_from_json(json{{"timeout_s", "soon"}});
     FAIL() << "no exception";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "llm.timeout_s: expected a non-negative number");
+    EXPECT_STREQ(e.what(), "llm.timeout_s: expected a positive number of seconds");
   }
   EXPECT_THROW(provider_config_from_json(json{{"prices", {{"m", {{"input", 1}}}}}}),
                std::invalid_argument);
