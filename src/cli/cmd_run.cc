@@ -247,8 +247,9 @@ void register_run(CLI::App& app) {
   run->add_option("--max-gpu-seconds", args->max_gpu_s, "GPU-time budget (default: none)");
   run->add_option("--target", args->target, "Stop once a correct score reaches this");
   run->add_option("--context-window", args->context_window, "The model's context window in tokens");
-  run->add_option("--model-timeout", args->model_timeout,
-                  "Seconds one HTTP attempt of a model call may take (default 120; kept for resume)");
+  run->add_option(
+      "--model-timeout", args->model_timeout,
+      "Seconds one HTTP attempt of a model call may take (default 120; kept for resume)");
   run->add_option("--goal-auto-pause", args->goal_auto_pause,
                   "Goal turns without progress before the goal pauses itself (0: never)");
   run->add_flag("--quiet", args->quiet, "No live progress, only the summary");

@@ -200,9 +200,8 @@ int64_t unit_budget_tokens(const Layout& layout, const ContextView& view,
   Layout fixed = layout;
   fixed.units = {};
   // 40: room for the note on units left out, as assemble() keeps it.
-  const int64_t fixed_tokens =
-      calibrated(assemble(fixed, view, config, /*enforce_hard_cap=*/false).tokens_raw + 40,
-                 layout.ratio);
+  const int64_t fixed_tokens = calibrated(
+      assemble(fixed, view, config, /*enforce_hard_cap=*/false).tokens_raw + 40, layout.ratio);
   return config.hard_tokens() - fixed_tokens;
 }
 
@@ -501,9 +500,10 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
     r.outcome = "compacted";
     r.source = "cut";
     r.tokens_after = plan.tokens_after;
-    spdlog::warn("compaction ({}): {} message(s) too large for the window cut to a head and a "
-                 "tail, {} -> {} tokens",
-                 plan.trigger, plan.cuts.size(), plan.tokens_before, plan.tokens_after);
+    spdlog::warn(
+        "compaction ({}): {} message(s) too large for the window cut to a head and a "
+        "tail, {} -> {} tokens",
+        plan.trigger, plan.cuts.size(), plan.tokens_before, plan.tokens_after);
     return r;
   }
 

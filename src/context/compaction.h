@@ -65,7 +65,7 @@ struct CompactionPlan {
     kCut,             // a unit too large for the window on its own: cut its largest fields
   };
   Action action = Action::kNone;
-  std::string trigger = "auto";   // auto | manual
+  std::string trigger = "auto";  // auto | manual
   // soft_threshold | manual_request | context_length_error | over_hard_threshold | resume |
   // unit_over_window
   std::string reason;

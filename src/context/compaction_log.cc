@@ -35,8 +35,8 @@ void apply_compaction_event(CompactionLog& c, const Event& e) {
     for (const json& cut : *cuts) {
       auto seq = cut.is_object() ? cut.find("seq") : cut.end();
       auto max = cut.is_object() ? cut.find("max_tokens") : cut.end();
-      if (!cut.is_object() || seq == cut.end() || max == cut.end() ||
-          !seq->is_number_integer() || !max->is_number_integer())
+      if (!cut.is_object() || seq == cut.end() || max == cut.end() || !seq->is_number_integer() ||
+          !max->is_number_integer())
         continue;
       if (seq->get<int64_t>() <= 0 || max->get<int64_t>() <= 0) continue;
       auto [it, added] = c.cuts.emplace(seq->get<int64_t>(), max->get<int64_t>());

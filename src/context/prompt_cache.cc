@@ -94,9 +94,9 @@ std::string cut_middle(const std::string& text, int64_t max_tokens, int64_t seq)
     out = text.substr(0, head) + note(head, tail_start) + text.substr(tail_start);
     const int64_t est = estimate_text_tokens(out);
     if (est <= max_tokens || keep <= 32) break;
-    const size_t next = static_cast<size_t>(static_cast<double>(keep) * 0.95 *
-                                            static_cast<double>(max_tokens) /
-                                            static_cast<double>(est));
+    const size_t next =
+        static_cast<size_t>(static_cast<double>(keep) * 0.95 * static_cast<double>(max_tokens) /
+                            static_cast<double>(est));
     keep = std::min(keep - 1, next);
   }
   return out;

@@ -97,7 +97,9 @@ json to_json(const State& s) {
 
 namespace {
 
-double spend_term(double v) { return std::isfinite(v) && v > 0 ? std::min(v, kMaxSpendPerResponse) : 0; }
+double spend_term(double v) {
+  return std::isfinite(v) && v > 0 ? std::min(v, kMaxSpendPerResponse) : 0;
+}
 
 int64_t saturating_add(int64_t a, double b) {
   const double room = static_cast<double>(INT64_MAX / 2) - static_cast<double>(a);

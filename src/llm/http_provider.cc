@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-
 #include <cstdlib>
 #include <ctime>
 #include <random>
@@ -45,8 +44,9 @@ std::string excerpt(const std::string& s, size_t n = 300) {
 
 Usage rough_usage_estimate(const ChatRequest& request, const json& reply_message) {
   Usage u;
-  u.prompt_tokens = static_cast<int64_t>(request.messages.dump().size() / 4 +
-                                         (request.tools.empty() ? 0 : request.tools.dump().size() / 4));
+  u.prompt_tokens =
+      static_cast<int64_t>(request.messages.dump().size() / 4 +
+                           (request.tools.empty() ? 0 : request.tools.dump().size() / 4));
   u.completion_tokens = static_cast<int64_t>(reply_message.dump().size() / 4);
   return u;
 }
@@ -121,9 +121,9 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
     }
   }
   const std::string gave_up =
-      out_of_time ? fmt::format(" (gave up: the call's {:.0f} s total time bound)",
-                                config_.total_timeout_s)
-                  : "";
+      out_of_time
+          ? fmt::format(" (gave up: the call's {:.0f} s total time bound)", config_.total_timeout_s)
+          : "";
 
   if (resp.status == 0) {
     result.error = LlmError{ErrorKind::kTransport,

@@ -38,8 +38,8 @@ Price price_from_json(const json& entry, const std::string& where) {
   auto rate = [&](const char* key, bool required) -> double {
     if (!entry.contains(key)) {
       if (required) {
-        throw std::invalid_argument(where + ": expected {input = $/Mtok, output = $/Mtok}, " +
-                                    key + " is missing");
+        throw std::invalid_argument(where + ": expected {input = $/Mtok, output = $/Mtok}, " + key +
+                                    " is missing");
       }
       return -1;
     }

@@ -57,10 +57,11 @@ void TerminalProgress::on_event(const Event& e, const State& s) {
     line = fmt::format("           compaction: {} ({} -> {} tokens)", p.value("outcome", ""),
                        p.value("tokens_before", 0), p.value("tokens_after", 0));
   } else if (e.type == context::kCompactionCut) {
-    line = fmt::format("           compaction: cut {} message(s) too large for the window "
-                       "({} -> {} tokens)",
-                       p.contains("cuts") && p["cuts"].is_array() ? p["cuts"].size() : 0,
-                       p.value("tokens_before", 0), p.value("tokens_after", 0));
+    line = fmt::format(
+        "           compaction: cut {} message(s) too large for the window "
+        "({} -> {} tokens)",
+        p.contains("cuts") && p["cuts"].is_array() ? p["cuts"].size() : 0,
+        p.value("tokens_before", 0), p.value("tokens_after", 0));
   } else if (e.type == ev::kLlmUsageRejected) {
     line = fmt::format("           usage not believed, estimated instead: {}",
                        one_line(p.value("problems", json::array()).dump(), 100));

@@ -88,8 +88,7 @@ std::unique_ptr<EventStore> create_run(const TaskSpec& task, const NewRunOptions
   return store;
 }
 
-std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state,
-                                       const json& config) {
+std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state, const json& config) {
   RunDir dir = existing_run_dir(run_dir);
   auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kOpen);
   *state = fold(store->read());

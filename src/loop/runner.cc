@@ -351,8 +351,7 @@ bool Runner::compact(context::Force force, bool cuts_only) {
   // A cut (a unit too large for the window) is followed, in the same step, by whatever the
   // regular stages then find to do.
   for (int round = 0; round < 2; ++round) {
-    context::CompactionPlan plan =
-        context::plan_compaction(*prompt_cache_, state_, events_, force);
+    context::CompactionPlan plan = context::plan_compaction(*prompt_cache_, state_, events_, force);
     if (!plan.needed()) break;
     if (cuts_only && plan.action != context::CompactionPlan::Action::kCut) break;
     // run_compaction reads the state, the events and the cache only before its first append; the

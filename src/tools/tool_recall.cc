@@ -96,14 +96,11 @@ std::string reply_text(const json& payload) {
         args = f.at("arguments").is_string() ? f.at("arguments").get<std::string>()
                                              : f.at("arguments").dump();
       }
-      out += fmt::format("{}[tool call {} of {}: {} (id {}), arguments:]\n{}",
-                         out.empty() ? "" : "\n", i + 1, calls.size(),
-                         f.contains("name") && f.at("name").is_string()
-                             ? f.at("name").get<std::string>()
-                             : "?",
-                         c.contains("id") && c.at("id").is_string() ? c.at("id").get<std::string>()
-                                                                   : "?",
-                         args);
+      out += fmt::format(
+          "{}[tool call {} of {}: {} (id {}), arguments:]\n{}", out.empty() ? "" : "\n", i + 1,
+          calls.size(),
+          f.contains("name") && f.at("name").is_string() ? f.at("name").get<std::string>() : "?",
+          c.contains("id") && c.at("id").is_string() ? c.at("id").get<std::string>() : "?", args);
     }
   }
   return out;

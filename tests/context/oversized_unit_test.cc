@@ -25,8 +25,9 @@ class Summariser : public Policy {
     PolicyReply reply;
     reply.provider = "openai";
     reply.model = "scripted";
-    reply.message = json{{"role", "assistant"},
-                         {"content", "Earlier turns: read the kernel, noted findings. Next: tile."}};
+    reply.message =
+        json{{"role", "assistant"},
+             {"content", "Earlier turns: read the kernel, noted findings. Next: tile."}};
     return reply;
   }
 };
@@ -166,7 +167,8 @@ TEST(OversizedUnit, ATurnOfManyCappedOutputsIsCutToFit) {
                              {"finish_reason", "tool_calls"}});
   for (int i = 0; i < 12; ++i) {
     std::string cid = "c" + std::to_string(i);
-    b.add(ev::kToolStarted, {{"call_id", cid}, {"name", "read_file"}, {"arguments", json::object()}});
+    b.add(ev::kToolStarted,
+          {{"call_id", cid}, {"name", "read_file"}, {"arguments", json::object()}});
     b.finish(cid, "read_file", filler(60000, static_cast<char>('a' + i)));
   }
   const ContextConfig cfg = window(8000);

@@ -202,9 +202,11 @@ TEST(Registry, ModelSpecSplitsAtFirstColonAndUnknownProviderListsValidNames) {
 }
 
 TEST(Registry, ConfigTableIsReadAndBadKeysAreNamed) {
-  ProviderConfig c = provider_config_from_json(
-      json{{"model", "anthropic:claude-sonnet-4"}, {"timeout_s", 30}, {"max_retries", 2},
-           {"prices", {{"claude", {{"input", 1}, {"output", 2}}}}}});
+  ProviderConfig c =
+      provider_config_from_json(json{{"model", "anthropic:claude-sonnet-4"},
+                                     {"timeout_s", 30},
+                                     {"max_retries", 2},
+                                     {"prices", {{"claude", {{"input", 1}, {"output", 2}}}}}});
   EXPECT_EQ(c.provider, "anthropic");
   EXPECT_EQ(c.model, "claude-sonnet-4");
   EXPECT_EQ(c.timeout_s, 30);

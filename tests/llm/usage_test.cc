@@ -59,16 +59,17 @@ TEST(UsageCheck, PlausibleCountsPass) {
 }
 
 json openai_body(json usage) {
-  json body = {{"choices",
-                {{{"message", {{"role", "assistant"}, {"content", "hi"}}},
-                  {"finish_reason", "stop"}}}}};
+  json body = {
+      {"choices",
+       {{{"message", {{"role", "assistant"}, {"content", "hi"}}}, {"finish_reason", "stop"}}}}};
   if (!usage.is_null()) body["usage"] = std::move(usage);
   return body;
 }
 
 TEST(OpenAiFormat, NegativeOrMissingUsageIsFlaggedNotReturned) {
   OpenAiFormat f;
-  ParsedReply bad = f.parse_reply(openai_body({{"prompt_tokens", -1000000}, {"completion_tokens", 5}}));
+  ParsedReply bad =
+      f.parse_reply(openai_body({{"prompt_tokens", -1000000}, {"completion_tokens", 5}}));
   EXPECT_TRUE(bad.malformed.empty());
   ASSERT_FALSE(bad.usage_problems.empty());
   EXPECT_GE(bad.usage.prompt_tokens, 0);

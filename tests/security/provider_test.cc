@@ -52,10 +52,10 @@ ScriptedResponse with_usage(ScriptedResponse r, json usage) {
 // ($2.50 / $10.00 per Mtok).
 std::vector<std::string> run_args(const fs::path& run, const std::string& url,
                                   std::vector<std::string> extra = {}) {
-  std::vector<std::string> a{"run",      testing::tiny_task().string(),
-                             "--run-dir", run.string(),
-                             "--policy", "llm",
-                             "--model",  "openai:gpt-4o",
+  std::vector<std::string> a{"run",        testing::tiny_task().string(),
+                             "--run-dir",  run.string(),
+                             "--policy",   "llm",
+                             "--model",    "openai:gpt-4o",
                              "--base-url", url,
                              "--quiet"};
   a.insert(a.end(), extra.begin(), extra.end());
@@ -80,10 +80,10 @@ void expect_budget_survives(const json& lie, const std::string& tag) {
     return with_usage(r, {{"prompt_tokens", 100000}, {"completion_tokens", 1000}});
   });
   fs::path run = dir / "run";
-  int rc = run_binary(run_args(run, server.base_url(),
-                               {"--max-cost", "1", "--max-tokens", "2000000", "--max-tool-calls",
-                                "40"}),
-                      kEnv, dir / "log", 300);
+  int rc =
+      run_binary(run_args(run, server.base_url(),
+                          {"--max-cost", "1", "--max-tokens", "2000000", "--max-tool-calls", "40"}),
+                 kEnv, dir / "log", 300);
   ASSERT_EQ(rc, 0) << read_text(dir / "log");
   std::vector<Event> events = load_events(run);
   State s = fold(events);
@@ -225,25 +225,32 @@ TEST(HugeReply, AResumedRunOverTheWindowCompactsBeforeItSends) {
     o.context_window = 16000;
     std::unique_ptr<EventStore> store = create_run(task, o);
     const json args = {{"kind", "finding"}, {"text", "long"}};
-    store->append({ev::kModelRequest,
-                   {{"turn", 1}, {"prompt_sha", "0"}, {"n_messages", 2}, {"tokens_estimate", 900}}});
+    store->append(
+        {ev::kModelRequest,
+         {{"turn", 1}, {"prompt_sha", "0"}, {"n_messages", 2}, {"tokens_estimate", 900}}});
     store->append(
         {ev::kModelResponse,
          {{"message",
            {{"content", words(2 << 20)},
-            {"tool_calls", json::array({{{"id", "c1"}, {"name", "note"}, {"arguments", args.dump()}}})}}},
+            {"tool_calls",
+             json::array({{{"id", "c1"}, {"name", "note"}, {"arguments", args.dump()}}})}}},
           {"usage", {{"prompt_tokens", 900}, {"completion_tokens", 600000}}},
           {"cost_usd", 0.0},
           {"provider", "openai"},
           {"model", "gpt-4o"},
           {"finish_reason", "tool_calls"}}});
-    store->append({ev::kToolStarted,
-                   {{"call_id", "c1"}, {"name", "note"}, {"arguments", args}, {"turn", 1}, {"index", 0}}});
+    store->append(
+        {ev::kToolStarted,
+         {{"call_id", "c1"}, {"name", "note"}, {"arguments", args}, {"turn", 1}, {"index", 0}}});
     store->append({ev::kToolFinished,
-                   {{"call_id", "c1"}, {"name", "note"}, {"ok", true}, {"output", "noted"},
+                   {{"call_id", "c1"},
+                    {"name", "note"},
+                    {"ok", true},
+                    {"output", "noted"},
                     {"elapsed_s", 0.0}}});
-    store->append({ev::kModelRequest,
-                   {{"turn", 1}, {"prompt_sha", "1"}, {"n_messages", 4}, {"tokens_estimate", 600000}}});
+    store->append(
+        {ev::kModelRequest,
+         {{"turn", 1}, {"prompt_sha", "1"}, {"n_messages", 4}, {"tokens_estimate", 600000}}});
     store->append({ev::kRunPaused, {{"reason", "interrupted"}, {"message", "test"}}});
   }
   int rc = run_binary({"resume", run.string(), "--quiet"}, kEnv, dir / "log", 300);
