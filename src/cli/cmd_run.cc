@@ -87,7 +87,8 @@ std::string flag_problem(const RunArgs& a) {
     checks.emplace_back("--context-window",
                         range_problem(double(*a.context_window), 0, false, 1e9));
   }
-  if (a.model_timeout) checks.emplace_back("--model-timeout", model_timeout_problem(*a.model_timeout));
+  if (a.model_timeout)
+    checks.emplace_back("--model-timeout", model_timeout_problem(*a.model_timeout));
   checks.emplace_back("--goal-auto-pause", range_problem(a.goal_auto_pause, 0, true, 1e6));
   for (const auto& [flag, why] : checks) {
     if (why) return fmt::format("{}: {}", flag, *why);

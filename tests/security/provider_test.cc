@@ -325,7 +325,8 @@ TEST(ModelTimeout, IsStoredInTheRunAndAResumeOverridesIt) {
   EXPECT_EQ(run_binary(run_args(run, server.base_url(), {"--model-timeout", "0"}), kEnv,
                        dir / "bad.log", 60),
             2);
-  EXPECT_NE(read_text(dir / "bad.log").find("--model-timeout: must be > 0, got 0"), std::string::npos)
+  EXPECT_NE(read_text(dir / "bad.log").find("--model-timeout: must be > 0, got 0"),
+            std::string::npos)
       << read_text(dir / "bad.log");
   EXPECT_FALSE(fs::exists(run / "events.db")) << "a bad flag creates no run";
 
