@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -43,9 +44,15 @@ struct RunArgs {
   std::optional<double> max_gpu_s;
   std::optional<double> target;
   std::optional<int64_t> context_window;
+  std::optional<double> model_timeout;
   int goal_auto_pause = 5;
   bool quiet = false;
 };
+
+// --model-timeout: positive, finite seconds (libcurl reads 0 as "no limit"), at most a day.
+std::optional<std::string> model_timeout_problem(double seconds) {
+  return range_problem(seconds, 0, false, 86400);
+}
 
 bool have_gpu() { return std::system("nvidia-smi -L >/dev/null 2>&1") == 0; }
 
@@ -80,6 +87,8 @@ std::string flag_problem(const RunArgs& a) {
     checks.emplace_back("--context-window",
                         range_problem(double(*a.context_window), 0, false, 1e9));
   }
+  if (a.model_timeout)
+    checks.emplace_back("--model-timeout", model_timeout_problem(*a.model_timeout));
   checks.emplace_back("--goal-auto-pause", range_problem(a.goal_auto_pause, 0, true, 1e6));
   for (const auto& [flag, why] : checks) {
     if (why) return fmt::format("{}: {}", flag, *why);
@@ -129,6 +138,7 @@ int do_run(const RunArgs& a) {
   o.max_gpu_s = a.max_gpu_s;
   o.target = a.target;
   o.context_window = a.context_window;
+  o.model_timeout_s = a.model_timeout;
   o.goal_auto_pause_turns = a.goal_auto_pause;
 
   std::optional<RunLock> lock;
@@ -161,7 +171,15 @@ int do_run(const RunArgs& a) {
   return exit_code_for(drive(*store, o.run_dir, *policy, DriveOptions{a.quiet, {}}));
 }
 
-int do_resume(const std::string& run_dir, bool quiet) {
+int do_resume(const std::string& run_dir, bool quiet, const std::optional<double>& model_timeout) {
+  if (model_timeout) {
+    if (std::optional<std::string> why = model_timeout_problem(*model_timeout)) {
+      spdlog::error("resume: --model-timeout: {}", *why);
+      return 2;
+    }
+  }
+  json overrides = json::object();
+  if (model_timeout) overrides["model_timeout_s"] = *model_timeout;
   // Locked before anything is appended or the workspace rewritten: a second resume of a live run
   // must change nothing.
   std::optional<RunLock> lock;
@@ -172,7 +190,7 @@ int do_resume(const std::string& run_dir, bool quiet) {
     return 1;
   }
   State state;
-  std::unique_ptr<EventStore> store = reopen_run(run_dir, &state);
+  std::unique_ptr<EventStore> store = reopen_run(run_dir, &state, overrides);
   if (!store) {
     std::printf("marathon: run %s has already finished (%s); nothing to resume\n", run_dir.c_str(),
                 state.finish_reason.c_str());
@@ -230,6 +248,9 @@ void register_run(CLI::App& app) {
   run->add_option("--max-gpu-seconds", args->max_gpu_s, "GPU-time budget (default: none)");
   run->add_option("--target", args->target, "Stop once a correct score reaches this");
   run->add_option("--context-window", args->context_window, "The model's context window in tokens");
+  run->add_option(
+      "--model-timeout", args->model_timeout,
+      "Seconds one HTTP attempt of a model call may take (default 120; kept for resume)");
   run->add_option("--goal-auto-pause", args->goal_auto_pause,
                   "Goal turns without progress before the goal pauses itself (0: never)");
   run->add_flag("--quiet", args->quiet, "No live progress, only the summary");
@@ -237,11 +258,15 @@ void register_run(CLI::App& app) {
 
   auto resume_dir = std::make_shared<std::string>();
   auto resume_quiet = std::make_shared<bool>(false);
+  auto resume_timeout = std::make_shared<std::optional<double>>();
   CLI::App* resume = app.add_subcommand("resume", "Carry on a stopped run from its log");
   resume->add_option("RUN_DIR", *resume_dir, "Run directory")->required();
   resume->add_flag("--quiet", *resume_quiet, "No live progress, only the summary");
-  resume->callback(
-      [resume_dir, resume_quiet] { exit_code = do_resume(*resume_dir, *resume_quiet); });
+  resume->add_option("--model-timeout", *resume_timeout,
+                     "Seconds one HTTP attempt of a model call may take (default: the run's)");
+  resume->callback([resume_dir, resume_quiet, resume_timeout] {
+    exit_code = do_resume(*resume_dir, *resume_quiet, *resume_timeout);
+  });
 }
 
 }  // namespace marathon::cli

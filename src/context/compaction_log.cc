@@ -1,5 +1,7 @@
 #include "context/compaction_log.h"
 
+#include <algorithm>
+
 namespace marathon::context {
 
 void apply_compaction_event(CompactionLog& c, const Event& e) {
@@ -27,6 +29,21 @@ void apply_compaction_event(CompactionLog& c, const Event& e) {
       ++c.compactions;
       c.noop_seq = 0;
     }
+  } else if (e.type == kCompactionCut) {
+    auto cuts = p.find("cuts");
+    if (cuts == p.end() || !cuts->is_array()) return;
+    for (const json& cut : *cuts) {
+      auto seq = cut.is_object() ? cut.find("seq") : cut.end();
+      auto max = cut.is_object() ? cut.find("max_tokens") : cut.end();
+      if (!cut.is_object() || seq == cut.end() || max == cut.end() || !seq->is_number_integer() ||
+          !max->is_number_integer())
+        continue;
+      if (seq->get<int64_t>() <= 0 || max->get<int64_t>() <= 0) continue;
+      auto [it, added] = c.cuts.emplace(seq->get<int64_t>(), max->get<int64_t>());
+      if (!added) it->second = std::min(it->second, max->get<int64_t>());
+    }
+    ++c.compactions;
+    c.noop_seq = 0;
   } else if (e.type == ev::kCompactionInstalled) {
     std::string outcome = p.value("outcome", "compacted");
     if (outcome == "compacted") {

@@ -19,6 +19,12 @@ CharClass classify(unsigned char c) {
 constexpr int64_t kMessageOverhead = 4;  // role and delimiters
 constexpr int64_t kToolCallOverhead = 8;
 
+// A model.response whose usage the runtime estimated (the provider's was missing or rejected).
+bool usage_is_estimate(const json& payload) {
+  auto it = payload.find("usage_estimated");
+  return it != payload.end() && it->is_boolean() && it->get<bool>();
+}
+
 }  // namespace
 
 int64_t estimate_text_tokens(std::string_view text) {
@@ -121,6 +127,7 @@ double fit_token_ratio(const std::vector<Event>& events, int max_pairs) {
         }
       }
       if (p.contains("purpose")) reported = 0;  // summariser calls are not prompts we estimated
+      if (usage_is_estimate(p)) reported = 0;   // our own estimate says nothing of the ratio
     } else if (e.type == ev::kModelRequest) {
       pending_estimate = 0;
       const json& p = e.payload;
@@ -160,6 +167,7 @@ void TokenRatioFit::add(const Event& e) {
       }
     }
     if (p.contains("purpose")) reported = 0;
+    if (usage_is_estimate(p)) reported = 0;
     if (reported > 0 && pending_estimate_ > 0) {
       pairs_.push_back({pending_estimate_, reported});
       if (static_cast<int>(pairs_.size()) > max_pairs_) pairs_.pop_front();

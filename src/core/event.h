@@ -48,6 +48,9 @@ namespace ev {
 inline constexpr const char* kRunCreated = "run.created";
 inline constexpr const char* kModelRequest = "model.request";
 inline constexpr const char* kModelResponse = "model.response";
+// A reply whose usage was missing or not believable: what was wrong and the estimate used instead
+// (logged just before its model.response; fold reads nothing from it).
+inline constexpr const char* kLlmUsageRejected = "llm.usage_rejected";
 inline constexpr const char* kToolStarted = "tool.started";
 inline constexpr const char* kToolFinished = "tool.finished";
 inline constexpr const char* kWorkspaceWritten = "workspace.written";

@@ -112,14 +112,15 @@ void on_created(State& s, const Event& e, const Payload& p) {
 
 void on_model_response(State& s, const Payload& p) {
   s.used.model_calls += 1;
+  double prompt = 0, completion = 0;
   if (const json* u = p.opt_obj("usage")) {
     Payload up = p.sub(*u, "usage");
-    if (auto v = up.opt_num("prompt_tokens")) s.used.prompt_tokens += static_cast<int64_t>(*v);
-    if (auto v = up.opt_num("completion_tokens")) {
-      s.used.completion_tokens += static_cast<int64_t>(*v);
-    }
+    prompt = up.opt_num("prompt_tokens").value_or(0);
+    completion = up.opt_num("completion_tokens").value_or(0);
   }
-  if (auto c = p.opt_num("cost_usd")) s.used.cost_usd += *c;
+  // Spend only grows: a negative or absurd count in the log (written by an older runtime that
+  // trusted the provider) adds nothing or is capped.
+  add_model_spend(s.used, prompt, completion, p.opt_num("cost_usd").value_or(0));
 }
 
 void on_tool_finished(State& s, const Event& e, const Payload& p) {
@@ -314,6 +315,11 @@ void apply(State& s, const Event& e) {
     close_segment(s, s.last_event_us);  // a crash ends a segment at its last event
     open_segment(s, e.recorded_at_us);
     s.paused = false;
+    // Settings given to `marathon resume` (e.g. model_timeout_s) override the run's config from
+    // here on, and later resumes keep them.
+    if (const json* c = p.opt_obj("config")) {
+      for (const auto& [k, v] : c->items()) s.config[k] = v;
+    }
   } else if (t == ev::kRunFinished) {
     close_segment(s, e.recorded_at_us);
     s.done = true;

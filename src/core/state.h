@@ -33,6 +33,13 @@ struct BudgetUsed {
   bool operator==(const BudgetUsed&) const = default;
 };
 
+// Adds one model response's tokens and cost to `used`. Spend only grows: a value that is negative,
+// not finite or absent (pass 0) adds nothing, and each is capped at kMaxSpendPerResponse so that no
+// sum can overflow. fold and the runner's look-ahead both count through this.
+inline constexpr double kMaxSpendPerResponse = 1e12;
+void add_model_spend(BudgetUsed& used, double prompt_tokens, double completion_tokens,
+                     double cost_usd);
+
 struct GoalState {
   std::string objective;
   std::string metric;             // e.g. "speedup"

@@ -1,6 +1,7 @@
 #include "llm/anthropic_format.h"
 
 #include "llm/openai_format.h"
+#include "llm/usage_check.h"
 
 namespace marathon::llm {
 
@@ -146,13 +147,30 @@ ParsedReply AnthropicFormat::parse_reply(const json& body) const {
   }
   if (body.contains("usage") && body["usage"].is_object()) {
     const json& u = body["usage"];
-    auto num = [&](const char* k) -> int64_t {
-      return u.contains(k) && u[k].is_number() ? u[k].get<int64_t>() : 0;
-    };
-    // Cached prompt tokens are still prompt tokens the window holds.
-    r.usage.prompt_tokens =
-        num("input_tokens") + num("cache_read_input_tokens") + num("cache_creation_input_tokens");
-    r.usage.completion_tokens = num("output_tokens");
+    r.usage_reported = u;
+    for (const char* key : {"input_tokens", "output_tokens"}) {
+      if (!u.contains(key) || u[key].is_null()) {
+        r.usage_problems.push_back(std::string("usage.") + key + " is missing");
+      }
+    }
+    const int64_t input = read_usage_count(u, "input_tokens", &r.usage_problems);
+    r.usage.cache_read_tokens = read_usage_count(u, "cache_read_input_tokens", &r.usage_problems);
+    r.usage.cache_write_tokens =
+        read_usage_count(u, "cache_creation_input_tokens", &r.usage_problems);
+    r.usage.completion_tokens = read_usage_count(u, "output_tokens", &r.usage_problems);
+    // Cached prompt tokens are still prompt tokens the window holds (each term is below the bound,
+    // so the sum cannot overflow).
+    r.usage.prompt_tokens = input + r.usage.cache_read_tokens + r.usage.cache_write_tokens;
+    if (r.usage_problems.empty()) {
+      check_usage_total(r.usage.prompt_tokens,
+                        "usage.input_tokens + cache_read_input_tokens + "
+                        "cache_creation_input_tokens",
+                        &r.usage_problems);
+    }
+  } else {
+    r.usage_reported = body.contains("usage") ? body["usage"] : json();
+    r.usage_problems.push_back(body.contains("usage") ? "usage is not an object"
+                                                      : "the reply reports no usage");
   }
   return r;
 }

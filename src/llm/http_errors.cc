@@ -24,6 +24,8 @@ std::string to_string(ErrorKind kind) {
       return "rate_limited_exhausted";
     case ErrorKind::kBadRequest:
       return "bad_request";
+    case ErrorKind::kInterrupted:
+      return "interrupted";
   }
   return "unknown";
 }

@@ -21,6 +21,13 @@ PolicyReply to_policy_reply(const llm::ChatResult& result, const std::string& pr
                        {"http_status", result.error->http_status},
                        {"attempts", result.attempts}};
   }
+  if (result.usage_estimated) {
+    reply.usage_rejected = json{{"problems", result.usage_problems},
+                                {"reported", result.usage_reported},
+                                {"estimated",
+                                 {{"prompt_tokens", result.usage.prompt_tokens},
+                                  {"completion_tokens", result.usage.completion_tokens}}}};
+  }
   for (const auto& p : result.problems) {
     reply.problems.push_back(
         {{"tool_call_id", p.tool_call_id}, {"kind", p.kind}, {"message", p.message}});
@@ -35,6 +42,7 @@ PolicyReply LlmPolicy::next(const PolicyRequest& request) {
   chat.tools = request.tools;
   chat.max_tokens = options_.max_tokens;
   chat.temperature = options_.temperature;
+  chat.cancel = request.interrupted;
   return to_policy_reply(provider_->chat(chat), provider_->name(), chat.model);
 }
 

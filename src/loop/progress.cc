@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "context/compaction_log.h"
+
 namespace marathon {
 
 namespace {
@@ -54,6 +56,15 @@ void TerminalProgress::on_event(const Event& e, const State& s) {
   } else if (e.type == ev::kCompactionInstalled) {
     line = fmt::format("           compaction: {} ({} -> {} tokens)", p.value("outcome", ""),
                        p.value("tokens_before", 0), p.value("tokens_after", 0));
+  } else if (e.type == context::kCompactionCut) {
+    line = fmt::format(
+        "           compaction: cut {} message(s) too large for the window "
+        "({} -> {} tokens)",
+        p.contains("cuts") && p["cuts"].is_array() ? p["cuts"].size() : 0,
+        p.value("tokens_before", 0), p.value("tokens_after", 0));
+  } else if (e.type == ev::kLlmUsageRejected) {
+    line = fmt::format("           usage not believed, estimated instead: {}",
+                       one_line(p.value("problems", json::array()).dump(), 100));
   } else if (e.type == ev::kRunPaused || e.type == ev::kRunFinished) {
     line = fmt::format("           {}: {} {}", e.type, p.value("reason", ""),
                        one_line(p.value("message", p.value("summary", "")), 100));

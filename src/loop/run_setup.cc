@@ -54,6 +54,7 @@ json run_created_payload(const TaskSpec& task, const NewRunOptions& o, const std
   if (!o.base_url.empty()) config["base_url"] = o.base_url;
   if (!o.api_key_env.empty()) config["api_key_env"] = o.api_key_env;
   if (o.context_window) config["context_window"] = *o.context_window;
+  if (o.model_timeout_s) config["model_timeout_s"] = *o.model_timeout_s;
 
   return {{"run_id", run_id},
           {"task", to_json(task)},
@@ -87,7 +88,7 @@ std::unique_ptr<EventStore> create_run(const TaskSpec& task, const NewRunOptions
   return store;
 }
 
-std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state) {
+std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state, const json& config) {
   RunDir dir = existing_run_dir(run_dir);
   auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kOpen);
   *state = fold(store->read());
@@ -95,7 +96,9 @@ std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state) {
     throw StoreError(fmt::format("{}: the log holds no run.created event", store->path()));
   }
   if (state->done) return nullptr;
-  store->append({ev::kRunResumed, {{"reason", "resume"}}});
+  json resumed = {{"reason", "resume"}};
+  if (config.is_object() && !config.empty()) resumed["config"] = config;
+  apply(*state, store->append({ev::kRunResumed, resumed}));
   std::error_code ec;
   fs::create_directories(dir.workspace(), ec);
   materialize_workspace(*store, state->workspace, dir.workspace(), /*remove_others=*/true);

@@ -202,9 +202,11 @@ TEST(Registry, ModelSpecSplitsAtFirstColonAndUnknownProviderListsValidNames) {
 }
 
 TEST(Registry, ConfigTableIsReadAndBadKeysAreNamed) {
-  ProviderConfig c = provider_config_from_json(
-      json{{"model", "anthropic:claude-sonnet-4"}, {"timeout_s", 30}, {"max_retries", 2},
-           {"prices", {{"claude", {{"input", 1}, {"output", 2}}}}}});
+  ProviderConfig c =
+      provider_config_from_json(json{{"model", "anthropic:claude-sonnet-4"},
+                                     {"timeout_s", 30},
+                                     {"max_retries", 2},
+                                     {"prices", {{"claude", {{"input", 1}, {"output", 2}}}}}});
   EXPECT_EQ(c.provider, "anthropic");
   EXPECT_EQ(c.model, "claude-sonnet-4");
   EXPECT_EQ(c.timeout_s, 30);
@@ -214,7 +216,7 @@ TEST(Registry, ConfigTableIsReadAndBadKeysAreNamed) {
     provider_config_from_json(json{{"timeout_s", "soon"}});
     FAIL() << "no exception";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "llm.timeout_s: expected a non-negative number");
+    EXPECT_STREQ(e.what(), "llm.timeout_s: expected a positive number of seconds");
   }
   EXPECT_THROW(provider_config_from_json(json{{"prices", {{"m", {{"input", 1}}}}}}),
                std::invalid_argument);
