@@ -57,7 +57,8 @@ std::string quote_start(const std::string& s, size_t n = 200) {
   std::string t = trim(s);
   if (t.empty()) return "(stdout was empty)";
   if (t.size() > n) t = t.substr(0, n) + "...";
-  return "stdout began: " + json(t).dump();
+  // stdout is the candidate's bytes: invalid UTF-8 is shown replaced, never a throw.
+  return "stdout began: " + json(t).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string tail(const std::string& s, size_t n) {

@@ -191,6 +191,23 @@ TEST(ParseResult, WholeStdoutMayBeAPrettyPrintedObject) {
   EXPECT_EQ((*r)["log"], "");
 }
 
+// Found by tests/fuzz (eval_result): the candidate controls stdout, and quoting invalid UTF-8 threw
+// out of classify.
+TEST(ParseResult, InvalidUtf8OnStdoutIsQuotedReplacedNotThrown) {
+  const std::string out = "{\"schema_version\": 1, \"me\x8brics\": []";
+  std::string err;
+  EXPECT_FALSE(parse_result(out, &err).has_value());
+  EXPECT_THAT(err, HasSubstr("stdout began: "));
+  EXPECT_THAT(err, HasSubstr("me\xEF\xBF\xBDrics"));  // U+FFFD
+  ProcessResult p;
+  p.started = true;
+  p.exit_code = 0;
+  p.out = out;
+  EvalOutcome o = classify(p, 10);
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("no JSON object on stdout"));
+}
+
 TEST(ParseResult, ViolationsMustBeStrings) {
   std::string err;
   auto r =
