@@ -3,8 +3,8 @@
 #include <fnmatch.h>
 #include <toml++/toml.h>
 
+#include <cmath>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -95,7 +95,10 @@ class TableReader {
     const toml::node* n = required ? require(key) : get(key);
     if (!n) return std::nullopt;
     if (auto i = n->as_integer()) return static_cast<double>(**i);
-    if (auto f = n->as_floating_point()) return **f;
+    if (auto f = n->as_floating_point()) {
+      if (!std::isfinite(**f)) fail(key, n, "must be a finite number, got " + std::to_string(**f));
+      return **f;
+    }
     fail(key, n, "must be a number, got " + type_name(*n));
   }
 
@@ -146,6 +149,20 @@ class TableReader {
   int table_line_;
   std::set<std::string> seen_;
 };
+
+constexpr double kMaxTimeoutS = 1e6;
+constexpr double kMaxCount = 9007199254740992.0;  // 2^53
+
+// [a-z0-9][a-z0-9._-]*, checked by a loop: std::regex recurses once per character, so a long
+// name would overflow the stack.
+bool is_task_name(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) return false;
+  }
+  return !s.empty();
+}
 
 // A relative path that stays inside its folder: not absolute, no "..", not empty.
 bool is_contained_relative(const std::string& p) {
@@ -235,8 +252,9 @@ void read_evaluator(TableReader& top, TaskSpec& spec) {
     r.fail("command", cmd, "must be an array of strings or a string, got " + type_name(*cmd));
   }
   spec.evaluator.timeout_s = *r.number("timeout_s", true);
-  if (!(spec.evaluator.timeout_s > 0)) {
-    r.fail("timeout_s", r.get("timeout_s"), "must be > 0");
+  // The deadline becomes a clock duration (nanoseconds in an int64): keep it far inside that.
+  if (!(spec.evaluator.timeout_s > 0) || spec.evaluator.timeout_s > kMaxTimeoutS) {
+    r.fail("timeout_s", r.get("timeout_s"), "must be > 0 and at most 1000000 (seconds)");
   }
   const toml::node* v = r.require("version");
   if (auto i = v->as_integer()) {
@@ -255,6 +273,12 @@ void read_limits(TableReader& top, TaskSpec& spec) {
        {"max_tool_calls", "max_wall_s", "max_tokens", "max_cost_usd", "max_gpu_s"}) {
     if (auto v = r.number(k, false)) {
       if (*v < 0) r.fail(k, r.get(k), "must be >= 0");
+      // Counts are read back as int64 (the run's budget): whole numbers a double holds exactly.
+      const bool count =
+          std::string_view(k) == "max_tool_calls" || std::string_view(k) == "max_tokens";
+      if (count && (*v != std::floor(*v) || *v > kMaxCount)) {
+        r.fail(k, r.get(k), "must be a whole number of at most 2^53");
+      }
       spec.limits[k] = *v;
     }
   }
@@ -294,8 +318,7 @@ TaskSpec parse_task(const std::string& toml_text, const std::string& file, const
   spec.dir = dir;
   TableReader r(file, "", root, 0);
   spec.name = r.nonblank("name");
-  static const std::regex kName("[a-z0-9][a-z0-9._-]*");
-  if (!std::regex_match(spec.name, kName)) {
+  if (!is_task_name(spec.name)) {
     r.fail("name", r.get("name"),
            "must be lower-case letters, digits, '.', '_' or '-', got \"" + spec.name + "\"");
   }

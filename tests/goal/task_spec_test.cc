@@ -142,6 +142,41 @@ TEST_F(TaskDir, NonPositiveTimeoutIsRejected) {
   EXPECT_THAT(err, HasSubstr("[evaluator].timeout_s: must be > 0"));
 }
 
+// Found by tests/fuzz (task_spec): an infinite or huge timeout became an overflowing clock
+// duration in the evaluator's deadline.
+TEST_F(TaskDir, InfiniteOrHugeTimeoutIsRejected) {
+  EXPECT_THAT(error_of(replace(kValid, "timeout_s = 30", "timeout_s = inf")),
+              HasSubstr("[evaluator].timeout_s: must be a finite number"));
+  EXPECT_THAT(error_of(replace(kValid, "timeout_s = 30", "timeout_s = 1e12")),
+              HasSubstr("[evaluator].timeout_s: must be > 0 and at most 1000000"));
+  EXPECT_EQ(error_of(replace(kValid, "timeout_s = 30", "timeout_s = 1e6")), "");
+}
+
+// Found by tests/fuzz (task_spec): the budget reads these counts as int64, and 1e300 (or inf, or
+// nan) made that conversion undefined.
+TEST_F(TaskDir, LimitCountsThatAreNotWholeNumbersAnInt64HoldsAreRejected) {
+  for (const char* bad : {"1e300", "inf", "nan", "2.5", "9007199254740994.0"}) {
+    EXPECT_THAT(
+        error_of(replace(kValid, "max_tool_calls = 50", std::string("max_tool_calls = ") + bad)),
+        HasSubstr("[limits].max_tool_calls: must be a"))
+        << bad;
+  }
+  EXPECT_THAT(error_of(replace(kValid, "max_tool_calls = 50", "max_wall_s = -inf")),
+              HasSubstr("[limits].max_wall_s: must be a finite number"));
+  EXPECT_EQ(error_of(replace(kValid, "max_tool_calls = 50", "max_tokens = 9007199254740992")), "");
+}
+
+// Found by tests/fuzz (task_spec): std::regex checked the name by recursing once per character,
+// and a long name overflowed the stack.
+TEST_F(TaskDir, VeryLongNameIsCheckedWithoutExhaustingTheStack) {
+  const std::string name(2'000'000, 'a');
+  EXPECT_EQ(error_of(replace(kValid, "name = \"toy\"", "name = \"" + name + "\"")), "");
+  EXPECT_THAT(error_of(replace(kValid, "name = \"toy\"", "name = \"" + name + "A\"")),
+              HasSubstr("name: must be lower-case letters"));
+  EXPECT_THAT(error_of(replace(kValid, "name = \"toy\"", "name = \"-toy\"")),
+              HasSubstr("name: must be lower-case letters"));
+}
+
 TEST_F(TaskDir, EmptyEditableListIsRejected) {
   std::string err = error_of(replace(kValid, "editable = [\"*.cc\"]", "editable = []"));
   EXPECT_THAT(err, HasSubstr("[files].editable: must not be empty"));
