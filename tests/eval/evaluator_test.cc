@@ -208,6 +208,16 @@ TEST(ParseResult, InvalidUtf8OnStdoutIsQuotedReplacedNotThrown) {
   EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("no JSON object on stdout"));
 }
 
+// Found by tests/fuzz (eval_result): the log quotes stderr, and stderr that was not UTF-8 made the
+// result throw wherever it was dumped (`marathon eval --json` failed).
+TEST_F(ScriptTask, StderrThatIsNotUtf8IsLoggedWithReplacements) {
+  EvalOutcome o = run("printf 'oops \\377\\n' >&2; exit 3");
+  EXPECT_EQ(o.status, EvalStatus::kNonzeroExit);
+  std::string dumped;
+  EXPECT_NO_THROW(dumped = o.result.dump());
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("oops \xEF\xBF\xBD"));
+}
+
 TEST(ParseResult, ViolationsMustBeStrings) {
   std::string err;
   auto r =
