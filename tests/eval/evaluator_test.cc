@@ -191,8 +191,8 @@ TEST(ParseResult, WholeStdoutMayBeAPrettyPrintedObject) {
   EXPECT_EQ((*r)["log"], "");
 }
 
-// Found by tests/fuzz (eval_result): the candidate controls stdout, and quoting invalid UTF-8 threw
-// out of classify.
+// The candidate controls stdout: quoting bytes that are not UTF-8 must not throw
+// (tests/fuzz/corpus/eval_result/regression-invalid-utf8-stdout.txt).
 TEST(ParseResult, InvalidUtf8OnStdoutIsQuotedReplacedNotThrown) {
   const std::string out = "{\"schema_version\": 1, \"me\x8brics\": []";
   std::string err;
@@ -208,8 +208,8 @@ TEST(ParseResult, InvalidUtf8OnStdoutIsQuotedReplacedNotThrown) {
   EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("no JSON object on stdout"));
 }
 
-// Found by tests/fuzz (eval_result): the log quotes stderr, and stderr that was not UTF-8 made the
-// result throw wherever it was dumped (`marathon eval --json` failed).
+// The log quotes stderr: bytes that are not UTF-8 would make the result throw wherever it is dumped
+// (`marathon eval --json`) (tests/fuzz/corpus/eval_result/regression-invalid-utf8-stderr.txt).
 TEST_F(ScriptTask, StderrThatIsNotUtf8IsLoggedWithReplacements) {
   EvalOutcome o = run("printf 'oops \\377\\n' >&2; exit 3");
   EXPECT_EQ(o.status, EvalStatus::kNonzeroExit);

@@ -142,8 +142,8 @@ TEST_F(TaskDir, NonPositiveTimeoutIsRejected) {
   EXPECT_THAT(err, HasSubstr("[evaluator].timeout_s: must be > 0"));
 }
 
-// Found by tests/fuzz (task_spec): an infinite or huge timeout became an overflowing clock
-// duration in the evaluator's deadline.
+// The evaluator's deadline is a clock duration: an infinite or huge timeout would overflow it
+// (tests/fuzz/corpus/task_spec/regression-infinite-timeout.toml).
 TEST_F(TaskDir, InfiniteOrHugeTimeoutIsRejected) {
   EXPECT_THAT(error_of(replace(kValid, "timeout_s = 30", "timeout_s = inf")),
               HasSubstr("[evaluator].timeout_s: must be a finite number"));
@@ -152,8 +152,8 @@ TEST_F(TaskDir, InfiniteOrHugeTimeoutIsRejected) {
   EXPECT_EQ(error_of(replace(kValid, "timeout_s = 30", "timeout_s = 1e6")), "");
 }
 
-// Found by tests/fuzz (task_spec): the budget reads these counts as int64, and 1e300 (or inf, or
-// nan) made that conversion undefined.
+// The budget reads these counts as int64: 1e300, inf or nan would make that conversion undefined
+// (tests/fuzz/corpus/task_spec/regression-huge-count.toml).
 TEST_F(TaskDir, LimitCountsThatAreNotWholeNumbersAnInt64HoldsAreRejected) {
   for (const char* bad : {"1e300", "inf", "nan", "2.5", "9007199254740994.0"}) {
     EXPECT_THAT(
@@ -166,8 +166,8 @@ TEST_F(TaskDir, LimitCountsThatAreNotWholeNumbersAnInt64HoldsAreRejected) {
   EXPECT_EQ(error_of(replace(kValid, "max_tool_calls = 50", "max_tokens = 9007199254740992")), "");
 }
 
-// Found by tests/fuzz (task_spec): std::regex checked the name by recursing once per character,
-// and a long name overflowed the stack.
+// std::regex recurses once per character: a long name would overflow the stack
+// (tests/fuzz/corpus/task_spec/regression-long-name.toml).
 TEST_F(TaskDir, VeryLongNameIsCheckedWithoutExhaustingTheStack) {
   const std::string name(2'000'000, 'a');
   EXPECT_EQ(error_of(replace(kValid, "name = \"toy\"", "name = \"" + name + "\"")), "");

@@ -149,7 +149,8 @@ TEST(AnthropicFormat, ToolsBecomeInputSchemas) {
   EXPECT_EQ(t[0]["input_schema"]["type"], "object");
 }
 
-// Found by tests/fuzz (tool_args, the same parse): a number out of range threw out of chat().
+// json::parse throws out_of_range, not parse_error, for a number no double holds; chat() must not
+// throw (tests/fuzz/corpus/tool_args/regression-number-overflow.json, the same parse).
 TEST(ReplyCheck, ArgumentsWithANumberOutOfRangeAreBadArgumentsNotAThrow) {
   json tools = json::array({{{"type", "function"}, {"function", {{"name", "read_file"}}}}});
   json message = R"({"role":"assistant","content":"","tool_calls":[

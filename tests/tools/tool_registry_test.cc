@@ -56,8 +56,8 @@ TEST(ToolRegistry, InvalidJsonArgumentsAreAClearErrorNotACrash) {
   EXPECT_NE(arr.output.find("must be a JSON object, got array"), std::string::npos) << arr.output;
 }
 
-// Found by tests/fuzz (tool_args): json::parse throws out_of_range, not parse_error, for a number
-// no double holds, and it escaped the registry.
+// json::parse throws out_of_range, not parse_error, for a number no double holds
+// (tests/fuzz/corpus/tool_args/regression-number-overflow.json).
 TEST(ToolRegistry, ArgumentsWithANumberOutOfRangeAreAClearErrorNotACrash) {
   testing::TempWorkspace w;
   ToolResult r =
