@@ -1,6 +1,7 @@
 # The two commands (see README.md):
 #   make run   installs what is missing, builds, and runs the main job on its embedded default
-#   make test  installs what is missing, builds, and runs every C++ and Python test
+#   make test  installs what is missing, builds, and runs every C++ and Python test, then the fuzzers
+#              for a bounded time each (a clang build in build-fuzz; docs/reliability.md)
 SHELL := /bin/bash
 PRESET ?= $(if $(CI),ci,default)
 VENV ?= $(or $(MARATHON_VENV),$(HOME)/.cache/marathon/venv)
@@ -8,7 +9,10 @@ PY := $(VENV)/bin/python
 RUN_DIR ?= runs/cpu-matmul-$(shell date +%Y%m%d-%H%M%S)
 export MARATHON_PYTHON := $(PY)
 
-.PHONY: deps build run test test-cpp test-python format lint bench clean
+FUZZ_SECONDS ?= 10
+export FUZZ_SECONDS
+
+.PHONY: deps build run test test-cpp test-python test-fuzz build-fuzz format lint bench clean
 
 deps:
 	@bash scripts/install-deps
@@ -23,13 +27,21 @@ run: build
 	./build/marathon run tasks/cpu-matmul --run-dir $(RUN_DIR) $(if $(MARATHON_MODEL),--policy llm --model $(MARATHON_MODEL),--policy search) --max-tool-calls $${MAX_TOOL_CALLS:-40}
 
 test: build
-	$(MAKE) --no-print-directory test-cpp test-python
+	$(MAKE) --no-print-directory test-cpp test-python test-fuzz
 
 test-cpp:
 	ctest --preset $(PRESET) -j2
 
 test-python:
 	cd $(CURDIR) && TRITON_INTERPRET=1 $(PY) -m pytest -q tests/python
+
+# libFuzzer targets (clang, ASan+UBSan), each run FUZZ_SECONDS from its committed corpus.
+build-fuzz: deps
+	cmake --preset fuzz
+	cmake --build --preset fuzz -j$$(nproc)
+
+test-fuzz: build-fuzz
+	bash tests/fuzz/run-fuzzers.sh build-fuzz
 
 # The pinned linters from the project's environment (scripts/install-deps), not whatever is on PATH.
 format:
@@ -41,4 +53,4 @@ lint: deps
 	$(VENV)/bin/ruff check harness tasks kernels bench tests
 
 clean:
-	rm -rf build
+	rm -rf build build-fuzz

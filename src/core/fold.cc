@@ -47,6 +47,13 @@ class Payload {
     if (!v->is_number()) fail(k, "is not a number");
     return v->get<double>();
   }
+  // A count or seq: a number int64 holds (a fraction is cut off, as always).
+  std::optional<int64_t> opt_int(const char* k) const {
+    std::optional<double> v = opt_num(k);
+    if (!v) return std::nullopt;
+    if (!(*v >= -0x1p63 && *v < 0x1p63)) fail(k, "is out of range");
+    return static_cast<int64_t>(*v);
+  }
   bool opt_bool(const char* k, bool def) const {
     const json* v = find(k);
     if (!v) return def;
@@ -71,10 +78,14 @@ class Payload {
   std::string where_;
 };
 
-double seconds(int64_t us) { return static_cast<double>(us) / 1e6; }
+// Seconds from `from_us` to `to_us`, 0 when `to_us` is earlier; no overflow for any two times.
+double seconds_between(int64_t from_us, int64_t to_us) {
+  if (to_us <= from_us) return 0;
+  return static_cast<double>(static_cast<uint64_t>(to_us) - static_cast<uint64_t>(from_us)) / 1e6;
+}
 
 void close_segment(State& s, int64_t at_us) {
-  if (s.segment_open) s.wall_closed_s += seconds(std::max<int64_t>(0, at_us - s.segment_start_us));
+  if (s.segment_open) s.wall_closed_s += seconds_between(s.segment_start_us, at_us);
   s.segment_open = false;
 }
 
@@ -101,9 +112,9 @@ void on_created(State& s, const Event& e, const Payload& p) {
   }
   if (const json* b = p.opt_obj("budget")) {
     Payload bp = p.sub(*b, "budget");
-    if (auto v = bp.opt_num("max_tool_calls")) s.limits.max_tool_calls = static_cast<int64_t>(*v);
+    if (auto v = bp.opt_int("max_tool_calls")) s.limits.max_tool_calls = *v;
     if (auto v = bp.opt_num("max_wall_s")) s.limits.max_wall_s = *v;
-    if (auto v = bp.opt_num("max_tokens")) s.limits.max_tokens = static_cast<int64_t>(*v);
+    if (auto v = bp.opt_int("max_tokens")) s.limits.max_tokens = *v;
     if (auto v = bp.opt_num("max_cost_usd")) s.limits.max_cost_usd = *v;
     if (auto v = bp.opt_num("max_gpu_s")) s.limits.max_gpu_s = *v;
   }
@@ -248,7 +259,7 @@ void on_compaction_installed(State& s, const Event& e, const Payload& p) {
     s.compactions += 1;
     Summary sum;
     sum.text = p.str("summary");
-    sum.summarized_through = static_cast<int64_t>(p.opt_num("summarized_through").value_or(0));
+    sum.summarized_through = p.opt_int("summarized_through").value_or(0);
     sum.installed_seq = e.seq;
     s.summary = std::move(sum);
   } else if (outcome == "noop") {
@@ -267,7 +278,7 @@ void apply(State& s, const Event& e) {
     on_created(s, e, p);
   } else if (t == ev::kModelRequest) {
     s.turns += 1;
-    int64_t turn = static_cast<int64_t>(p.opt_num("turn").value_or(double(s.last_goal_turn + 1)));
+    int64_t turn = p.opt_int("turn").value_or(s.last_goal_turn + 1);
     if (turn != s.last_goal_turn) s.goal.turns_without_progress += 1;
     s.last_goal_turn = turn;
   } else if (t == ev::kModelResponse) {
@@ -326,7 +337,7 @@ void apply(State& s, const Event& e) {
     s.finish_reason = p.opt_str("reason");
   } else if (t == ev::kRunForked) {
     s.forked_from = p.opt_str("from_run_id");
-    s.forked_at_seq = static_cast<int64_t>(p.opt_num("at_seq").value_or(0));
+    s.forked_at_seq = p.opt_int("at_seq").value_or(0);
     s.run_id = p.str("run_id");
   }
   // Unknown types: ignored (forward compatible within a schema version).
@@ -334,8 +345,7 @@ void apply(State& s, const Event& e) {
   s.last_seq = e.seq;
   s.last_event_us = std::max(s.last_event_us, e.recorded_at_us);
   s.used.wall_s = s.wall_closed_s;
-  if (s.segment_open)
-    s.used.wall_s += seconds(std::max<int64_t>(0, s.last_event_us - s.segment_start_us));
+  if (s.segment_open) s.used.wall_s += seconds_between(s.segment_start_us, s.last_event_us);
 }
 
 State fold(const std::vector<Event>& events) {

@@ -35,6 +35,15 @@ std::string default_python() {
   return p && *p ? p : "python3";
 }
 
+namespace {
+// The text with every invalid UTF-8 sequence replaced by U+FFFD: a log quotes the evaluator's
+// stderr, and a JSON string that is not UTF-8 throws wherever the result is dumped.
+std::string valid_utf8(const std::string& s) {
+  return json::parse(json(s).dump(-1, ' ', false, json::error_handler_t::replace))
+      .get<std::string>();
+}
+}  // namespace
+
 json failed_result(EvalStatus status, const std::string& log) {
   return {{"schema_version", kResultSchemaVersion},
           {"correct", false},
@@ -42,7 +51,7 @@ json failed_result(EvalStatus status, const std::string& log) {
           {"metrics", json::object()},
           {"details", json::array()},
           {"violations", json::array()},
-          {"log", log},
+          {"log", valid_utf8(log)},
           {"error_kind", to_string(status)}};
 }
 

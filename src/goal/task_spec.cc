@@ -3,8 +3,8 @@
 #include <fnmatch.h>
 #include <toml++/toml.h>
 
+#include <cmath>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -97,7 +97,10 @@ class TableReader {
     const toml::node* n = required ? require(key) : get(key);
     if (!n) return std::nullopt;
     if (auto i = n->as_integer()) return static_cast<double>(**i);
-    if (auto f = n->as_floating_point()) return **f;
+    if (auto f = n->as_floating_point()) {
+      if (!std::isfinite(**f)) fail(key, n, "must be a finite number, got " + std::to_string(**f));
+      return **f;
+    }
     fail(key, n, "must be a number, got " + type_name(*n));
   }
 
@@ -148,6 +151,18 @@ class TableReader {
   int table_line_;
   std::set<std::string> seen_;
 };
+
+
+// [a-z0-9][a-z0-9._-]*, checked by a loop: std::regex recurses once per character, so a long
+// name would overflow the stack.
+bool is_task_name(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) return false;
+  }
+  return !s.empty();
+}
 
 // A relative path that stays inside its folder: not absolute, no "..", not empty.
 bool is_contained_relative(const std::string& p) {
@@ -300,8 +315,7 @@ TaskSpec parse_task(const std::string& toml_text, const std::string& file, const
   spec.dir = dir;
   TableReader r(file, "", root, 0);
   spec.name = r.nonblank("name");
-  static const std::regex kName("[a-z0-9][a-z0-9._-]*");
-  if (!std::regex_match(spec.name, kName)) {
+  if (!is_task_name(spec.name)) {
     r.fail("name", r.get("name"),
            "must be lower-case letters, digits, '.', '_' or '-', got \"" + spec.name + "\"");
   }

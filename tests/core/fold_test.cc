@@ -292,6 +292,41 @@ TEST(Fold, MalformedPayloadNamesSeqTypeAndField) {
   EXPECT_THROW(Log().add(ev::kGoalChanged, {{"verb", "explode"}}).fold(), std::invalid_argument);
 }
 
+// Converting a count no int64 holds is undefined: such a payload is malformed
+// (tests/fuzz/corpus/fold_events/regression-count-out-of-range.jsonl).
+TEST(Fold, CountOutOfInt64RangeIsMalformedNamingTheField) {
+  Log l;
+  l.add(ev::kRunCreated, {{"run_id", "r"}, {"budget", {{"max_tool_calls", 1e300}}}});
+  try {
+    l.fold();
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'max_tool_calls' is out of range"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(Log().add(ev::kModelRequest, {{"turn", -1e19}}).fold(), std::invalid_argument);
+  EXPECT_THROW(Log().add(ev::kRunForked, {{"run_id", "r"}, {"at_seq", 9.3e18}}).fold(),
+               std::invalid_argument);
+  EXPECT_EQ(Log().add(ev::kModelRequest, {{"turn", -9.2e18}}).fold().last_goal_turn,
+            static_cast<int64_t>(-9.2e18));
+}
+
+// The time between two far-apart recorded_at values must not overflow
+// (tests/fuzz/corpus/fold_events/regression-extreme-recorded-at.jsonl).
+TEST(Fold, WallTimeBetweenExtremeTimestampsDoesNotOverflow) {
+  Log l;
+  l.add(ev::kRunCreated, {{"run_id", "r"}});
+  l.add(ev::kRunPaused, json::object());
+  std::vector<Event> events = l.events();
+  events[0].recorded_at_us = INT64_MIN;
+  events[1].recorded_at_us = INT64_MAX;
+  State s = fold(events);
+  EXPECT_DOUBLE_EQ(s.used.wall_s, 18446744073709.551615);
+  events[1].recorded_at_us = INT64_MIN;  // a clock that went back: no time, not negative
+  events[0].recorded_at_us = INT64_MAX;
+  EXPECT_EQ(fold(events).used.wall_s, 0);
+}
+
 TEST(Fold, ForkRecordsNewRunId) {
   State s = Log()
                 .created()

@@ -191,6 +191,33 @@ TEST(ParseResult, WholeStdoutMayBeAPrettyPrintedObject) {
   EXPECT_EQ((*r)["log"], "");
 }
 
+// The candidate controls stdout: quoting bytes that are not UTF-8 must not throw
+// (tests/fuzz/corpus/eval_result/regression-invalid-utf8-stdout.txt).
+TEST(ParseResult, InvalidUtf8OnStdoutIsQuotedReplacedNotThrown) {
+  const std::string out = "{\"schema_version\": 1, \"me\x8brics\": []";
+  std::string err;
+  EXPECT_FALSE(parse_result(out, &err).has_value());
+  EXPECT_THAT(err, HasSubstr("stdout began: "));
+  EXPECT_THAT(err, HasSubstr("me\xEF\xBF\xBDrics"));  // U+FFFD
+  ProcessResult p;
+  p.started = true;
+  p.exit_code = 0;
+  p.out = out;
+  EvalOutcome o = classify(p, 10);
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("no JSON object on stdout"));
+}
+
+// The log quotes stderr: bytes that are not UTF-8 would make the result throw wherever it is dumped
+// (`marathon eval --json`) (tests/fuzz/corpus/eval_result/regression-invalid-utf8-stderr.txt).
+TEST_F(ScriptTask, StderrThatIsNotUtf8IsLoggedWithReplacements) {
+  EvalOutcome o = run("printf 'oops \\377\\n' >&2; exit 3");
+  EXPECT_EQ(o.status, EvalStatus::kNonzeroExit);
+  std::string dumped;
+  EXPECT_NO_THROW(dumped = o.result.dump());
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("oops \xEF\xBF\xBD"));
+}
+
 TEST(ParseResult, ViolationsMustBeStrings) {
   std::string err;
   auto r =

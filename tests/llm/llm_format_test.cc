@@ -149,6 +149,18 @@ TEST(AnthropicFormat, ToolsBecomeInputSchemas) {
   EXPECT_EQ(t[0]["input_schema"]["type"], "object");
 }
 
+// json::parse throws out_of_range, not parse_error, for a number no double holds; chat() must not
+// throw (tests/fuzz/corpus/tool_args/regression-number-overflow.json, the same parse).
+TEST(ReplyCheck, ArgumentsWithANumberOutOfRangeAreBadArgumentsNotAThrow) {
+  json tools = json::array({{{"type", "function"}, {"function", {{"name", "read_file"}}}}});
+  json message = R"({"role":"assistant","content":"","tool_calls":[
+      {"id":"a","function":{"name":"read_file","arguments":"{\"end_line\": -1e999}"}}]})"_json;
+  auto p = check_tool_calls(message, tools);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].kind, "bad_arguments");
+  EXPECT_NE(p[0].message.find("not valid JSON"), std::string::npos) << p[0].message;
+}
+
 TEST(ReplyCheck, UnparsableArgumentsUnknownToolAndMissingNameAreFlagged) {
   json tools = json::array({{{"type", "function"}, {"function", {{"name", "read_file"}}}},
                             {{"type", "function"}, {"function", {{"name", "grep"}}}}});

@@ -56,6 +56,18 @@ TEST(ToolRegistry, InvalidJsonArgumentsAreAClearErrorNotACrash) {
   EXPECT_NE(arr.output.find("must be a JSON object, got array"), std::string::npos) << arr.output;
 }
 
+// json::parse throws out_of_range, not parse_error, for a number no double holds
+// (tests/fuzz/corpus/tool_args/regression-number-overflow.json).
+TEST(ToolRegistry, ArgumentsWithANumberOutOfRangeAreAClearErrorNotACrash) {
+  testing::TempWorkspace w;
+  ToolResult r =
+      workspace_registry().call("read_file", R"({"path":"a.txt","end_line":1e400})", w.ctx);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.output.find("arguments of read_file are not valid JSON"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("number overflow"), std::string::npos) << r.output;
+}
+
 TEST(ToolRegistry, SchemaInvalidArgumentsNameTheFieldAndShowTheSchema) {
   testing::TempWorkspace w;
   auto reg = workspace_registry();
