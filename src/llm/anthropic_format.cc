@@ -16,6 +16,14 @@ namespace {
 
 json text_block(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
 
+// The string member `key` of a reply object, or `dflt` when it is missing, not a string or empty:
+// the reply is untrusted, and json::value throws for a member of another type.
+std::string reply_string(const json& obj, const char* key, const std::string& dflt = "") {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) return dflt;
+  return it->get<std::string>();
+}
+
 // Appends `blocks` as a turn of `role`, merging into the previous turn when it has the same role
 // (the API wants user and assistant turns to alternate).
 void push_turn(json& out, const std::string& role, const json& blocks) {
@@ -102,16 +110,16 @@ json assistant_from_anthropic(const json& content) {
   json calls = json::array();
   for (const json& block : content) {
     if (!block.is_object()) continue;
-    std::string type = block.value("type", "");
+    std::string type = reply_string(block, "type");
     if (type == "text" && block.contains("text") && block["text"].is_string()) {
       text += block["text"].get<std::string>();
     } else if (type == "tool_use") {
       json input = block.contains("input") ? block["input"] : json::object();
       calls.push_back(
-          {{"id", block.value("id", "toolu_" + std::to_string(calls.size()))},
+          {{"id", reply_string(block, "id", "toolu_" + std::to_string(calls.size()))},
            {"type", "function"},
            {"function",
-            {{"name", block.value("name", "")},
+            {{"name", reply_string(block, "name")},
              {"arguments", input.is_string() ? input.get<std::string>() : input.dump()}}}});
     }
   }
@@ -126,7 +134,7 @@ ParsedReply AnthropicFormat::parse_reply(const json& body) const {
     r.malformed = "reply is not a JSON object";
     return r;
   }
-  if (body.value("type", "") == "error" || !body.contains("content") ||
+  if (reply_string(body, "type") == "error" || !body.contains("content") ||
       !body["content"].is_array()) {
     r.malformed = body.contains("error") ? "reply carries an error: " + body["error"].dump()
                                          : "reply has no \"content\" array";

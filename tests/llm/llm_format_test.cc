@@ -149,6 +149,21 @@ TEST(AnthropicFormat, ToolsBecomeInputSchemas) {
   EXPECT_EQ(t[0]["input_schema"]["type"], "object");
 }
 
+// A reply's members of the wrong type are defaulted, never thrown (json::value throws for them):
+// tests/fuzz/corpus/llm_reply/regression-anthropic-*.json.
+TEST(AnthropicFormat, ReplyMembersOfTheWrongTypeAreDefaultedNotThrown) {
+  ParsedReply r;
+  ASSERT_NO_THROW(r = AnthropicFormat().parse_reply(R"({"type":5,"content":[{"type":7},
+      {"type":"tool_use","id":5,"name":["read_file"],"input":{}},
+      {"type":"tool_use","id":"","name":"grep"}]})"_json));
+  EXPECT_EQ(r.malformed, "");
+  ASSERT_EQ(r.message["tool_calls"].size(), 2u);
+  EXPECT_EQ(r.message["tool_calls"][0]["id"], "toolu_0");
+  EXPECT_EQ(r.message["tool_calls"][0]["function"]["name"], "");
+  EXPECT_EQ(r.message["tool_calls"][1]["id"], "toolu_1");
+  EXPECT_EQ(r.message["tool_calls"][1]["function"]["name"], "grep");
+}
+
 // json::parse throws out_of_range, not parse_error, for a number no double holds; chat() must not
 // throw (tests/fuzz/corpus/tool_args/regression-number-overflow.json, the same parse).
 TEST(ReplyCheck, ArgumentsWithANumberOutOfRangeAreBadArgumentsNotAThrow) {

@@ -36,6 +36,17 @@ TEST(JsonSchema, ReportsEveryViolationWithItsPlace) {
   EXPECT_EQ(validate_schema(json::array(), schema)[0], "arguments: expected object, got array");
 }
 
+// validate_schema never throws, whatever the schema (tests/fuzz/corpus/tool_args/
+// regression-schema-*.json): a type list with a non-string, a length bound no size_t holds.
+TEST(JsonSchema, MalformedSchemaKeywordsDoNotThrow) {
+  std::vector<std::string> errors;
+  EXPECT_NO_THROW(errors = validate_schema(json(1.5), R"({"type":["string",1]})"_json));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "arguments: expected string or 1, got number");
+  EXPECT_TRUE(validate_schema(json("abc"), R"({"minLength":-1,"maxLength":1e300})"_json).empty());
+  EXPECT_EQ(validate_schema(json("abc"), R"({"minLength":1e300})"_json).size(), 1u);
+}
+
 TEST(ToolRegistry, UnknownToolListsTheValidNames) {
   testing::TempWorkspace w;
   ToolResult r = workspace_registry().call("delete_all", "{}", w.ctx);
