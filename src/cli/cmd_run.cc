@@ -19,6 +19,7 @@
 #include "loop/run_setup.h"
 #include "policy/registry.h"
 #include "policy/replay_policy.h"
+#include "sandbox/launcher.h"
 
 namespace marathon::cli {
 
@@ -42,6 +43,7 @@ struct RunArgs {
   std::optional<int64_t> context_window;
   int goal_auto_pause = 5;
   bool quiet = false;
+  bool unsafe_no_sandbox = false;
 };
 
 bool have_gpu() { return std::system("nvidia-smi -L >/dev/null 2>&1") == 0; }
@@ -66,6 +68,9 @@ int do_run(const RunArgs& a) {
                   task.name);
     return 2;
   }
+  SandboxGate gate = sandbox_gate(a.unsafe_no_sandbox, "run");
+  if (!gate.ok) return 2;
+  if (!a.api_key_env.empty()) sandbox::never_pass(a.api_key_env);
   NewRunOptions o;
   o.model = a.model;
   if (o.model.empty()) {
@@ -94,6 +99,9 @@ int do_run(const RunArgs& a) {
   o.goal_auto_pause_turns = a.goal_auto_pause;
 
   std::unique_ptr<EventStore> store = create_run(task, o);
+  if (gate.unsandboxed) {
+    store->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "run"}}});
+  }
   State state = fold(store->read());
   std::unique_ptr<Policy> policy;
   try {
@@ -109,13 +117,21 @@ int do_run(const RunArgs& a) {
   return exit_code_for(drive(*store, o.run_dir, *policy, DriveOptions{a.quiet, {}}));
 }
 
-int do_resume(const std::string& run_dir, bool quiet) {
+int do_resume(const std::string& run_dir, bool quiet, bool unsafe_no_sandbox) {
+  SandboxGate gate = sandbox_gate(unsafe_no_sandbox, "resume");
+  if (!gate.ok) return 2;
   State state;
   std::unique_ptr<EventStore> store = reopen_run(run_dir, &state);
   if (!store) {
     std::printf("marathon: run %s has already finished (%s); nothing to resume\n", run_dir.c_str(),
                 state.finish_reason.c_str());
     return 0;
+  }
+  if (std::string key_env = state.config.value("api_key_env", ""); !key_env.empty()) {
+    sandbox::never_pass(key_env);
+  }
+  if (gate.unsandboxed) {
+    store->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "resume"}}});
   }
   std::vector<Event> events = store->read();
   const json& created = events.front().payload;
@@ -171,15 +187,19 @@ void register_run(CLI::App& app) {
   run->add_option("--goal-auto-pause", args->goal_auto_pause,
                   "Goal turns without progress before the goal pauses itself (0: never)");
   run->add_flag("--quiet", args->quiet, "No live progress, only the summary");
+  run->add_flag("--unsafe-no-sandbox", args->unsafe_no_sandbox, kUnsafeNoSandboxHelp);
   run->callback([args] { exit_code = do_run(*args); });
 
   auto resume_dir = std::make_shared<std::string>();
   auto resume_quiet = std::make_shared<bool>(false);
+  auto resume_unsafe = std::make_shared<bool>(false);
   CLI::App* resume = app.add_subcommand("resume", "Carry on a stopped run from its log");
   resume->add_option("RUN_DIR", *resume_dir, "Run directory")->required();
   resume->add_flag("--quiet", *resume_quiet, "No live progress, only the summary");
-  resume->callback(
-      [resume_dir, resume_quiet] { exit_code = do_resume(*resume_dir, *resume_quiet); });
+  resume->add_flag("--unsafe-no-sandbox", *resume_unsafe, kUnsafeNoSandboxHelp);
+  resume->callback([resume_dir, resume_quiet, resume_unsafe] {
+    exit_code = do_resume(*resume_dir, *resume_quiet, *resume_unsafe);
+  });
 }
 
 }  // namespace marathon::cli
