@@ -19,7 +19,8 @@ bool secret_name(const std::string& name, const std::set<std::string>& never = {
 
 // True for a name the allow-list passes through: CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,
 // CUDA_HOME, NVIDIA_VISIBLE_DEVICES, TRITON_*, MARATHON_*, CC, CXX, PYTHONPATH, VIRTUAL_ENV,
-// OMP_NUM_THREADS, TZ (secret names excluded).
+// OMP_NUM_THREADS, TZ, and LD_LIBRARY_PATH / LIBRARY_PATH (GPU containers often find libcuda
+// there) (secret names excluded).
 bool passes_through(const std::string& name, const std::set<std::string>& never = {});
 
 // Pure: the whole environment of a sandboxed process. `host` is the runner's environment, `fixed`

@@ -312,6 +312,11 @@ LaunchResult spawn(const std::string& exe, const std::vector<std::string>& argv_
   res.elapsed_s = since(t0);
   if (WIFEXITED(wstatus)) {
     res.exit_code = WEXITSTATUS(wstatus);
+    // bubblewrap reports a command killed by signal N as exit status 128 + N (as shells do).
+    if (spec.isolation == Isolation::kSandbox && res.exit_code > 128 && res.exit_code <= 128 + 64) {
+      res.signal = res.exit_code - 128;
+      res.exit_code = -1;
+    }
   } else if (WIFSIGNALED(wstatus)) {
     res.signal = WTERMSIG(wstatus);
   }

@@ -61,7 +61,8 @@ struct LaunchResult {
   std::string setup_error;  // sandbox unavailable, command not found, fork failed
   bool timed_out = false;   // killed (the whole tree) at the deadline
   int exit_code = -1;       // when it exited
-  int signal = 0;           // when a signal ended it
+  int signal = 0;           // when a signal ended it (in the sandbox: an exit status 128 + N,
+                            // bubblewrap's way of passing on a command's death by signal N)
   std::string out, err;     // captured text (head, a line saying what was left out, tail)
   size_t out_bytes = 0, err_bytes = 0;  // everything written
   bool out_truncated = false, err_truncated = false;
