@@ -1,7 +1,8 @@
 // marathon eval TASK_DIR [--candidate DIR] [--json]: runs a task's evaluator once, outside any run.
 // Exit status: 0 when the evaluator produced a verdict (correct or not); 1 when the evaluator
 // itself failed (invalid output, non-zero exit, timeout, crash); 2 for a bad task folder, task.toml
-// or candidate folder.
+// or candidate folder, or when the sandbox cannot be built here (and --unsafe-no-sandbox was not
+// given).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -25,6 +26,7 @@ struct EvalCliOptions {
   bool json = false;
   int64_t seed = -1;
   double timeout_s = 0;
+  bool unsafe_no_sandbox = false;
 };
 
 std::string human(const TaskSpec& task, const fs::path& cand, const std::string& cand_hash,
@@ -75,6 +77,10 @@ void run_eval(const EvalCliOptions& opt) {
     task = load_task(opt.task_dir);
   } catch (const TaskError& e) {
     spdlog::error("{}", e.what());
+    exit_code = 2;
+    return;
+  }
+  if (!sandbox_gate(opt.unsafe_no_sandbox, "eval").ok) {
     exit_code = 2;
     return;
   }
@@ -131,6 +137,7 @@ void register_eval(CLI::App& app) {
   cmd->add_flag("--json", opt->json, "print the result as one JSON object");
   cmd->add_option("--seed", opt->seed, "fix the evaluator's random seed (MARATHON_EVAL_SEED)");
   cmd->add_option("--timeout", opt->timeout_s, "override the task's timeout_s");
+  cmd->add_flag("--unsafe-no-sandbox", opt->unsafe_no_sandbox, kUnsafeNoSandboxHelp);
   cmd->callback([opt] { run_eval(*opt); });
 }
 

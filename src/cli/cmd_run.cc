@@ -23,6 +23,7 @@
 #include "loop/run_setup.h"
 #include "policy/registry.h"
 #include "policy/replay_policy.h"
+#include "sandbox/launcher.h"
 
 namespace marathon::cli {
 
@@ -47,6 +48,7 @@ struct RunArgs {
   std::optional<double> model_timeout;
   int goal_auto_pause = 5;
   bool quiet = false;
+  bool unsafe_no_sandbox = false;
 };
 
 // --model-timeout: positive, finite seconds (libcurl reads 0 as "no limit"), at most a day.
@@ -113,6 +115,9 @@ int do_run(const RunArgs& a) {
                   task.name);
     return 2;
   }
+  SandboxGate gate = sandbox_gate(a.unsafe_no_sandbox, "run");
+  if (!gate.ok) return 2;
+  if (!a.api_key_env.empty()) sandbox::never_pass(a.api_key_env);
   NewRunOptions o;
   o.model = a.model;
   if (o.model.empty()) {
@@ -156,6 +161,9 @@ int do_run(const RunArgs& a) {
     throw;
   }
   store->set_write_guard([&lock] { lock->verify(); });
+  if (gate.unsandboxed) {
+    store->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "run"}}});
+  }
   State state = fold(store->read());
   std::unique_ptr<Policy> policy;
   try {
@@ -171,7 +179,10 @@ int do_run(const RunArgs& a) {
   return exit_code_for(drive(*store, o.run_dir, *policy, DriveOptions{a.quiet, {}}));
 }
 
-int do_resume(const std::string& run_dir, bool quiet, const std::optional<double>& model_timeout) {
+int do_resume(const std::string& run_dir, bool quiet, const std::optional<double>& model_timeout,
+              bool unsafe_no_sandbox) {
+  SandboxGate gate = sandbox_gate(unsafe_no_sandbox, "resume");
+  if (!gate.ok) return 2;
   if (model_timeout) {
     if (std::optional<std::string> why = model_timeout_problem(*model_timeout)) {
       spdlog::error("resume: --model-timeout: {}", *why);
@@ -197,6 +208,12 @@ int do_resume(const std::string& run_dir, bool quiet, const std::optional<double
     return 0;
   }
   store->set_write_guard([&lock] { lock->verify(); });
+  if (std::string key_env = state.config.value("api_key_env", ""); !key_env.empty()) {
+    sandbox::never_pass(key_env);
+  }
+  if (gate.unsandboxed) {
+    store->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "resume"}}});
+  }
   std::vector<Event> events = store->read();
   const json& created = events.front().payload;
   std::unique_ptr<Policy> policy;
@@ -254,18 +271,21 @@ void register_run(CLI::App& app) {
   run->add_option("--goal-auto-pause", args->goal_auto_pause,
                   "Goal turns without progress before the goal pauses itself (0: never)");
   run->add_flag("--quiet", args->quiet, "No live progress, only the summary");
+  run->add_flag("--unsafe-no-sandbox", args->unsafe_no_sandbox, kUnsafeNoSandboxHelp);
   run->callback([args] { exit_code = do_run(*args); });
 
   auto resume_dir = std::make_shared<std::string>();
   auto resume_quiet = std::make_shared<bool>(false);
   auto resume_timeout = std::make_shared<std::optional<double>>();
+  auto resume_unsafe = std::make_shared<bool>(false);
   CLI::App* resume = app.add_subcommand("resume", "Carry on a stopped run from its log");
   resume->add_option("RUN_DIR", *resume_dir, "Run directory")->required();
   resume->add_flag("--quiet", *resume_quiet, "No live progress, only the summary");
   resume->add_option("--model-timeout", *resume_timeout,
                      "Seconds one HTTP attempt of a model call may take (default: the run's)");
-  resume->callback([resume_dir, resume_quiet, resume_timeout] {
-    exit_code = do_resume(*resume_dir, *resume_quiet, *resume_timeout);
+  resume->add_flag("--unsafe-no-sandbox", *resume_unsafe, kUnsafeNoSandboxHelp);
+  resume->callback([resume_dir, resume_quiet, resume_timeout, resume_unsafe] {
+    exit_code = do_resume(*resume_dir, *resume_quiet, *resume_timeout, *resume_unsafe);
   });
 }
 

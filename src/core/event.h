@@ -65,6 +65,9 @@ inline constexpr const char* kRunPaused = "run.paused";
 inline constexpr const char* kRunResumed = "run.resumed";
 inline constexpr const char* kRunFinished = "run.finished";
 inline constexpr const char* kRunForked = "run.forked";  // first event of a fork after the prefix
+// A runner session started with --unsafe-no-sandbox: the model's commands and candidates' code ran
+// without the sandbox from here (docs/security.md).
+inline constexpr const char* kSandboxDisabled = "sandbox.disabled";
 }  // namespace ev
 
 }  // namespace marathon

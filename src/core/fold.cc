@@ -335,6 +335,9 @@ void apply(State& s, const Event& e) {
     close_segment(s, e.recorded_at_us);
     s.done = true;
     s.finish_reason = p.opt_str("reason");
+  } else if (t == ev::kSandboxDisabled) {
+    s.sandbox_disabled.push_back(e.seq);
+    s.sandbox_disabled_reason = p.opt_str("reason");
   } else if (t == ev::kRunForked) {
     s.forked_from = p.opt_str("from_run_id");
     s.forked_at_seq = p.opt_int("at_seq").value_or(0);

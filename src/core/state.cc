@@ -90,6 +90,10 @@ json to_json(const State& s) {
       {"summary", summary},
       {"pending_compaction_request", s.pending_compaction_request},
       {"forked_from", s.forked_from.empty() ? json(nullptr) : json(s.forked_from)},
+      {"sandbox",
+       {{"enabled", s.sandbox_disabled.empty()},
+        {"disabled_at", s.sandbox_disabled},
+        {"disabled_reason", s.sandbox_disabled_reason}}},
       {"task", s.task},
       {"config", s.config},
   };

@@ -125,6 +125,10 @@ struct State {
   bool done = false;
   std::string finish_reason;
   std::vector<std::string> budget_warnings;  // which budgets have been warned about
+  // Runner sessions started with --unsafe-no-sandbox: the seq of each sandbox.disabled event, and
+  // the reason the last one gave (the probe's finding, or that the user asked).
+  std::vector<int64_t> sandbox_disabled;
+  std::string sandbox_disabled_reason;
   int64_t turns = 0;                         // model.request count
 
   // Bookkeeping of fold itself (not shown by status): wall-time segments and goal turns.

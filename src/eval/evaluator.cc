@@ -4,11 +4,13 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/utf8.h"
+#include "sandbox/python_env.h"
 
 namespace marathon::eval {
 
@@ -163,7 +165,7 @@ std::optional<json> parse_result(const std::string& stdout_bytes, std::string* e
   return r;
 }
 
-EvalOutcome classify(const ProcessResult& p, double timeout_s) {
+EvalOutcome classify(const sandbox::LaunchResult& p, double timeout_s) {
   EvalOutcome o;
   o.elapsed_s = p.elapsed_s;
   o.exit_code = p.exit_code;
@@ -176,7 +178,7 @@ EvalOutcome classify(const ProcessResult& p, double timeout_s) {
     o.status = EvalStatus::kNonzeroExit;
     o.exit_code = 127;
     o.result =
-        failed_result(o.status, "the evaluator could not be started: " + valid_utf8(p.spawn_error));
+        failed_result(o.status, "the evaluator could not be started: " + valid_utf8(p.setup_error));
     return o;
   }
   if (p.timed_out) {
@@ -215,24 +217,58 @@ EvalOutcome classify(const ProcessResult& p, double timeout_s) {
   return o;
 }
 
+std::vector<fs::path> evaluator_reads(const std::vector<std::string>& argv,
+                                      const fs::path& task_dir) {
+  std::vector<fs::path> out;
+  const fs::path task = fs::absolute(task_dir).lexically_normal();
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a.empty() || a.front() == '-' || (i > 0 && a.find('/') == std::string::npos)) continue;
+    fs::path p = fs::path(a).is_absolute() ? fs::path(a) : task / a;
+    p = p.lexically_normal();
+    std::error_code ec;
+    fs::file_status st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) continue;
+    fs::path dir = fs::is_directory(st) ? p : p.parent_path();
+    auto [m, _] = std::mismatch(task.begin(), task.end(), dir.begin(), dir.end());
+    if (m == task.end()) continue;  // inside the task folder
+    if (std::find(out.begin(), out.end(), dir) == out.end()) out.push_back(dir);
+  }
+  return out;
+}
+
 EvalOutcome run_evaluator(const TaskSpec& task, const fs::path& candidate_dir_in,
                           const EvalOptions& options) {
   std::error_code ec;
   fs::path candidate_dir = fs::absolute(candidate_dir_in, ec).lexically_normal();
+  fs::path task_dir = fs::absolute(task.dir, ec).lexically_normal();
   const std::string python = options.python.empty() ? default_python() : options.python;
-  ProcessSpec spec;
-  spec.argv = evaluator_argv(task, python, candidate_dir);
-  spec.cwd = task.dir;
+  // The interpreter as it names itself (a venv's bin/python, not a shim that needs $HOME).
+  const sandbox::PythonEnv& py = sandbox::python_env(python);
+  const std::string exe = py.error.empty() ? py.executable : python;
+  if (!py.error.empty()) spdlog::debug("python {}: {}", python, py.error);
+  sandbox::LaunchSpec spec;
+  spec.profile = sandbox::Profile::kEvaluate;
+  if (options.isolation) spec.isolation = *options.isolation;
+  spec.bwrap = options.bwrap;
+  spec.argv = evaluator_argv(task, exe, candidate_dir);
+  spec.cwd = task_dir;
+  spec.readable = {task_dir, candidate_dir};
+  for (const fs::path& d : evaluator_reads(spec.argv, task_dir)) spec.readable.push_back(d);
+  spec.python = python;
   spec.env = {{"MARATHON_CANDIDATE_DIR", candidate_dir.string()},
-              {"MARATHON_TASK_DIR", task.dir.string()},
-              {"MARATHON_PYTHON", python}};
+              {"MARATHON_TASK_DIR", task_dir.string()},
+              {"MARATHON_PYTHON", exe}};
   for (const auto& [k, v] : options.env) spec.env[k] = v;
   if (options.seed) spec.env["MARATHON_EVAL_SEED"] = std::to_string(*options.seed);
   spec.timeout_s = options.timeout_s.value_or(task.evaluator.timeout_s);
-  spec.stdout_cap = options.stdout_cap;
-  spec.stderr_cap = options.stderr_cap;
-  spdlog::debug("evaluating {} with {}", candidate_dir.string(), fmt::join(spec.argv, " "));
-  ProcessResult p = run_process(spec);
+  spec.out_head = options.stdout_cap;
+  spec.out_tail = 0;
+  spec.err_head = options.stderr_cap / 2;
+  spec.err_tail = options.stderr_cap - spec.err_head;
+  spdlog::debug("evaluating {} with {} ({})", candidate_dir.string(), fmt::join(spec.argv, " "),
+                sandbox::to_string(spec.isolation));
+  sandbox::LaunchResult p = sandbox::launch(spec);
   EvalOutcome o = classify(p, spec.timeout_s);
   spdlog::debug("evaluation: {} in {:.2f} s", to_string(o.status), o.elapsed_s);
   return o;

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "core/event.h"
-#include "eval/subprocess.h"
 #include "goal/task_spec.h"
+#include "sandbox/launcher.h"
 
 namespace marathon::eval {
 
@@ -39,18 +39,30 @@ struct EvalOptions {
   size_t stderr_cap = 64 << 10;
   std::map<std::string, std::string>
       env;  // extra variables for the evaluator (e.g. MARATHON_PROFILE)
+  // kSandbox unless the runner was started with --unsafe-no-sandbox (sandbox/launcher.h).
+  std::optional<sandbox::Isolation> isolation;
+  std::string bwrap = "bwrap";
 };
 
 // The interpreter evaluators get: env MARATHON_PYTHON, else "python3".
 std::string default_python();
 
-// Runs the task's evaluator on `candidate_dir`. Never throws for anything the evaluator does; the
-// outcome says what happened.
+// Runs the task's evaluator on `candidate_dir` in the sandbox's evaluate profile: the task folder,
+// the folders of files its command names (the harness) and the candidate read-only, a fresh scratch
+// folder as HOME, the Python environment of `python` read-only, no network, no variable of the
+// runner's but the allow-list. Never throws for anything the evaluator does; the outcome says what
+// happened.
 EvalOutcome run_evaluator(const TaskSpec& task, const std::filesystem::path& candidate_dir,
                           const EvalOptions& options = {});
 
 // Pure: what run_evaluator makes of a finished process.
-EvalOutcome classify(const ProcessResult& p, double timeout_s);
+EvalOutcome classify(const sandbox::LaunchResult& p, double timeout_s);
+
+// Pure: the folders an evaluator command reads besides the task folder: for each argument that
+// names an existing file or folder outside `task_dir` (after substitution; relative ones are
+// taken from the task folder), the folder holding it (a file) or itself (a folder).
+std::vector<std::filesystem::path> evaluator_reads(const std::vector<std::string>& argv,
+                                                   const std::filesystem::path& task_dir);
 
 // Pure: the result object from an evaluator's stdout (the whole text, or else its last non-empty
 // line), validated and normalised. The bytes are decoded leniently (ill-formed UTF-8 becomes

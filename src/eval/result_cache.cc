@@ -5,7 +5,7 @@
 
 #include "core/confined_dir.h"
 #include "core/event_store.h"  // sha256_hex
-#include "eval/subprocess.h"
+#include "sandbox/launcher.h"
 
 namespace marathon::eval {
 
@@ -125,11 +125,13 @@ std::string detect_device() {
   static std::once_flag once;
   static std::string device;
   std::call_once(once, [] {
-    ProcessSpec spec;
+    sandbox::LaunchSpec spec;
+    spec.profile = sandbox::Profile::kHostTool;
+    spec.isolation = sandbox::Isolation::kNone;
     spec.argv = {"nvidia-smi", "--query-gpu=name", "--format=csv,noheader"};
     spec.timeout_s = 2;
     spec.drain_s = 0.2;
-    ProcessResult p = run_process(spec);
+    sandbox::LaunchResult p = sandbox::launch(spec);
     bool ok = p.started && !p.timed_out && p.signal == 0 && p.exit_code == 0;
     device = device_from_nvidia_smi(ok ? std::optional<std::string>(p.out) : std::nullopt);
   });

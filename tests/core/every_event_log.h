@@ -119,6 +119,8 @@ inline std::vector<NewEvent> every_event_log() {
       make_event(ev::kGoalChanged, {{"verb", "resume"}, {"progress", "half way"}}),
       make_event(ev::kRunResumed, {{"reason", "user"}}),
       make_event(ev::kRunResumed, {{"reason", "crash"}}),
+      make_event(ev::kSandboxDisabled,
+                 {{"reason", "bubblewrap cannot create the sandbox"}, {"command", "resume"}}),
       make_event(ev::kGoalChanged, {{"verb", "set"}, {"objective", "beat 3x"}, {"target", 3.0}}),
       make_event("some.future_type", {{"x", 1}}),
       make_event(ev::kToolStarted,

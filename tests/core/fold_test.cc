@@ -271,6 +271,19 @@ TEST(Fold, PauseAndBudgetWarnings) {
   EXPECT_EQ(s.budget_warnings, std::vector<std::string>{"tool_calls"});
 }
 
+TEST(Fold, UnsandboxedSessionsAreRecordedWithTheLastReason) {
+  State s = Log()
+                .created()
+                .add(ev::kSandboxDisabled, {{"reason", "no user namespaces"}, {"command", "run"}})
+                .add(ev::kRunResumed, {{"reason", "resume"}})
+                .add(ev::kSandboxDisabled, {{"reason", "requested"}, {"command", "resume"}})
+                .fold();
+  EXPECT_EQ(s.sandbox_disabled, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(s.sandbox_disabled_reason, "requested");
+  EXPECT_EQ(to_json(s)["sandbox"]["enabled"], false);
+  EXPECT_EQ(to_json(Log().created().fold())["sandbox"]["enabled"], true);
+}
+
 TEST(Fold, UnknownEventTypesAreIgnored) {
   State s = Log().created().add("future.thing", {{"x", 1}}).fold();
   EXPECT_EQ(s.last_seq, 2);

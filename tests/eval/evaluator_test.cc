@@ -139,39 +139,61 @@ TEST_F(ScriptTask, MissingCommandIsNonzeroExit127) {
   EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("cannot execute ./does-not-exist"));
 }
 
-// True once /proc says the process is gone or a zombie.
-bool process_ended(pid_t pid) {
-  for (int i = 0; i < 100; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text;
-    if (!stat || !std::getline(stat, text)) return true;
-    auto close = text.rfind(')');
-    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z')
-      return true;
+// A sleep length unique to this test process, to find its processes in /proc afterwards (the
+// evaluator's own pids are those of its PID namespace).
+std::string sleep_mark(int n) {
+  return "3000." + std::to_string(getpid() % 100000) + std::to_string(n);
+}
+
+// True once no live process has `needle` in its command line (waits up to 10 s: the kernel tears
+// a PID namespace down asynchronously).
+bool no_process_with(const std::string& needle) {
+  for (int i = 0; i < 200; ++i) {
+    bool found = false;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      std::ifstream in(e.path() / "cmdline", std::ios::binary);
+      std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      for (char& c : cmd) c = c == '\0' ? ' ' : c;
+      found = found || cmd.find(needle) != std::string::npos;
+    }
+    if (!found) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
 }
 
 TEST_F(ScriptTask, TimeoutKillsASleepingGrandchild) {
-  EvalOutcome o = run("sleep 300 &\necho $! > grandchild.pid\nwait", /*timeout_s=*/1);
+  std::string mark = sleep_mark(1);
+  EvalOutcome o = run("sleep " + mark + " &\nwait", /*timeout_s=*/1);
   EXPECT_EQ(o.status, EvalStatus::kTimeout);
   EXPECT_EQ(o.result["error_kind"], "timeout");
   EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("did not finish within 1 s"));
-  std::ifstream in(dir_ / "grandchild.pid");
-  pid_t gc = 0;
-  ASSERT_TRUE(in >> gc);
-  EXPECT_TRUE(process_ended(gc)) << "grandchild " << gc << " survived the timeout";
+  EXPECT_TRUE(no_process_with("sleep " + mark)) << "the grandchild survived the timeout";
 }
 
 TEST_F(ScriptTask, StragglersAreKilledWhenTheEvaluatorExits) {
-  EvalOutcome o =
-      run(std::string("sleep 300 > /dev/null 2>&1 &\necho $! > straggler.pid\n") + kGood);
+  std::string mark = sleep_mark(2), detached = sleep_mark(3);
+  EvalOutcome o = run("sleep " + mark + " > /dev/null 2>&1 &\nsetsid sleep " + detached +
+                      " > /dev/null 2>&1 &\n" + kGood);
   EXPECT_EQ(o.status, EvalStatus::kOk) << o.result.dump();
-  std::ifstream in(dir_ / "straggler.pid");
-  pid_t s = 0;
-  ASSERT_TRUE(in >> s);
-  EXPECT_TRUE(process_ended(s)) << "straggler " << s << " outlived its evaluator";
+  EXPECT_TRUE(no_process_with("sleep " + mark)) << "a straggler outlived its evaluator";
+  EXPECT_TRUE(no_process_with("sleep " + detached)) << "a setsid straggler outlived it";
+}
+
+TEST_F(ScriptTask, TheEvaluatorSeesNoSecretAndCannotWriteTheTaskOrCandidate) {
+  setenv("OPENAI_API_KEY", "sk-evaluator-leak", 1);
+  EvalOutcome o = run(
+      "touch starter/kernel.cc.new 2>/dev/null && echo candidate-writable\n"
+      "touch task.toml.new 2>/dev/null && echo task-writable\n"
+      "env | grep -c sk-evaluator-leak >&2\n"
+      "cat /proc/1/environ | tr '\\0' '\\n' | grep sk-evaluator-leak >&2\n" +
+      std::string(kGood));
+  unsetenv("OPENAI_API_KEY");
+  ASSERT_EQ(o.status, EvalStatus::kOk) << o.result.dump();
+  EXPECT_EQ(o.stderr_tail.find("sk-evaluator-leak"), std::string::npos) << o.stderr_tail;
+  EXPECT_FALSE(fs::exists(dir_ / "starter" / "kernel.cc.new"));
+  EXPECT_FALSE(fs::exists(dir_ / "task.toml.new"));
 }
 
 TEST_F(ScriptTask, HugeOutputIsCappedNotFatal) {
