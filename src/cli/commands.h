@@ -33,5 +33,8 @@ void register_run(CLI::App& app);      // marathon run TASK_DIR ...; marathon re
 void register_goal(CLI::App& app);     // marathon goal set|edit|pause|resume|clear RUN_DIR [TEXT]
 void register_compact(CLI::App& app);  // marathon compact RUN_DIR
 void register_eval(CLI::App& app);     // marathon eval TASK_DIR [--candidate DIR] [--json]
+void register_serve(CLI::App& app);    // marathon serve [--runs DIR] [--port P] [--bind ADDR]
+void register_report(CLI::App& app);   // marathon report RUN_DIR -o FILE
+void register_runs(CLI::App& app);     // marathon runs [DIR] [--json]
 
 }  // namespace marathon::cli
