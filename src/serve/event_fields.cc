@@ -112,7 +112,8 @@ std::optional<ToolFields> tool_fields(const Event& e) {
 }
 
 bool is_creation_event(const Event& e) {
-  return e.type == ev::kRunCreated || e.type == ev::kWorkspaceWritten;
+  return e.type == ev::kRunCreated ||
+         (e.type == ev::kWorkspaceWritten && str(e.payload, "source") == "starter");
 }
 
 }  // namespace marathon::serve

@@ -49,8 +49,8 @@ struct ToolFields {  // tool.started (name) and tool.finished (name, ok, output 
 };
 std::optional<ToolFields> tool_fields(const Event& e);
 
-// The events a run is created with (run.created and the starter's workspace.written): the
-// workspace after them is the starter.
+// The events a run is created with (run.created and the workspace.written of each starter file,
+// marked source "starter"): the workspace after them is the starter.
 bool is_creation_event(const Event& e);
 
 inline constexpr const char* kProfileTool = "profile";

@@ -60,12 +60,12 @@ void middle(const std::vector<Line>& a, const std::vector<Line>& b, size_t lo_a,
     if (i < n && j < m && a[lo_a + i] == b[lo_b + j]) {
       out.push_back({Op::kSame, lo_a + i, lo_b + j});
       ++i, ++j;
-    } else if (j < m && (i == n || at(i, j + 1) >= at(i + 1, j))) {
+    } else if (i < n && (j == m || at(i + 1, j) >= at(i, j + 1))) {
+      out.push_back({Op::kDel, lo_a + i, lo_b + j});  // removals before additions, as diff does
+      ++i;
+    } else {
       out.push_back({Op::kAdd, lo_a + i, lo_b + j});
       ++j;
-    } else {
-      out.push_back({Op::kDel, lo_a + i, lo_b + j});
-      ++i;
     }
   }
 }

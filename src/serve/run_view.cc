@@ -46,7 +46,6 @@ void RunView::ensure_series() {
   o.use_checkpoints = false;
   o.observe = [this](const Event& e, const State& s) { observe(e, s, /*full=*/false); };
   state_ = load_state(*store_, INT64_MAX, o);
-  if (!starter_done_) starter_ = state_.workspace;
   starter_done_ = true;
   // Outputs the fold's projection left out: read those of the profiles shown.
   for (Evaluation& ev : evaluations_) {
@@ -90,9 +89,12 @@ void RunView::observe(const Event& e, const State& s, bool full) {
   if (s.created && created_us_ == 0) created_us_ = e.recorded_at_us;
   last_event_us_ = e.recorded_at_us;
   last_event_type_ = e.type;
-  if (!starter_done_ && !is_creation_event(e)) {
-    starter_ = s.workspace;  // s includes e, which wrote no file: the workspace as created
-    starter_done_ = true;
+  if (!starter_done_) {  // the workspace after the last creation event
+    if (is_creation_event(e)) {
+      starter_ = s.workspace;
+    } else {
+      starter_done_ = true;
+    }
   }
   if (auto f = eval_fields(e)) {
     Evaluation ev;

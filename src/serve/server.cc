@@ -157,11 +157,22 @@ int Dashboard::bind() {
   return port_;
 }
 
-void Dashboard::serve() { server_->listen_after_bind(); }
+void Dashboard::serve() {
+  serving_ = true;
+  if (!stopping_) server_->listen_after_bind();
+  served_ = true;
+}
 
 void Dashboard::stop() {
   stopping_ = true;
-  if (server_) server_->stop();
+  // httplib's stop() does nothing before the server runs: wait for it to run (or to have
+  // returned) when serve() has been called, so that a stop right after the start is not lost.
+  if (serving_) {
+    while (!server_->is_running() && !served_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  server_->stop();
 }
 
 std::string Dashboard::url() const {

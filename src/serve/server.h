@@ -56,7 +56,8 @@ class Dashboard {
 
   // Binds the address; returns the port. Throws std::runtime_error naming the address and port.
   int bind();
-  // Serves until stop() (from another thread or a signal watcher).
+  // Serves until stop() (from another thread or a signal watcher; a stop() before serve() makes it
+  // return at once).
   void serve();
   void stop();
 
@@ -72,6 +73,8 @@ class Dashboard {
   RunViews views_;
   std::unique_ptr<httplib::Server> server_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> serving_{false};  // serve() was called
+  std::atomic<bool> served_{false};   // serve() returned
   int port_ = 0;
 };
 

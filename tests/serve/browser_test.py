@@ -104,7 +104,7 @@ def wait_for(what, predicate, timeout=30, every=0.1):
             if last:
                 return last
         except Exception as e:  # noqa: BLE001 (the page may be mid-render)
-            last = e
+            last = "%s: %s" % (type(e).__name__, e)
         time.sleep(every)
     raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
 
@@ -154,6 +154,7 @@ def main():
         if not os.path.exists(path):
             sys.exit("browser_test: %s is missing (apt-get install chromium chromium-driver; "
                      "scripts/install-deps installs them)" % path)
+    a.out = os.path.abspath(a.out)
     shutil.rmtree(a.out, ignore_errors=True)
     os.makedirs(a.out)
     tmp = tempfile.mkdtemp(prefix="marathon-browser-")

@@ -41,7 +41,8 @@ TEST(Report, IsSelfContainedWithTheRunsData) {
   EXPECT_EQ(d["run"]["evaluations"].size(), 2u);
   EXPECT_EQ(d["run"]["evaluations"][0]["strategy"], "</script><script>alert(1)</script><!--");
   EXPECT_EQ(d["best"]["candidate"], log.candidate());
-  EXPECT_NE(d["best"]["diff_vs_starter"].get<std::string>().find("+value = 4"), std::string::npos);
+  EXPECT_NE(d["best"]["diff_vs_starter"].get<std::string>().find("+value = 4"), std::string::npos)
+      << d["best"];
 }
 
 TEST(Report, AMissingRunIsAStoreErrorNamingIt) {

@@ -41,8 +41,8 @@ TEST(RunView, OneEvaluationPerEvalFinishedWithItsKindAndTheBestSoFar) {
   EXPECT_EQ(e[0].tool_calls, 1);
   EXPECT_EQ(e[4].tool_calls, 5);
   EXPECT_EQ(e[1].failure, "incorrect");
-  EXPECT_EQ(v.starter().size(), 1u);
-  EXPECT_NE(v.starter(), v.state().candidates.at(e[4].fields.candidate));
+  ASSERT_EQ(v.starter().size(), 1u);
+  EXPECT_EQ(v.starter().at("solution.txt"), sha256_hex("value = 1\n")) << "the task's starter";
 }
 
 TEST(RunView, RefreshAddsWhatWasAppendedAfterTheFirstFold) {
@@ -111,7 +111,9 @@ TEST(RunView, ACandidateDiffsAgainstTheStarterAndThePreviousBest) {
   EXPECT_NE((*c)["diff_vs_previous_best"].get<std::string>().find("-value = 2\n+value = 7\n"),
             std::string::npos)
       << (*c)["diff_vs_previous_best"];
-  EXPECT_NE((*c)["diff_vs_starter"].get<std::string>().find("+value = 7"), std::string::npos);
+  EXPECT_NE((*c)["diff_vs_starter"].get<std::string>().find("-value = 1\n+value = 7\n"),
+            std::string::npos)
+      << (*c)["diff_vs_starter"];
   EXPECT_FALSE(candidate_json(v, std::string(64, 'a')));
 }
 

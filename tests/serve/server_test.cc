@@ -13,6 +13,7 @@ namespace marathon::serve {
 namespace {
 
 namespace mt = marathon::testing;
+namespace fs = std::filesystem;
 
 class Server : public ::testing::Test {
  protected:

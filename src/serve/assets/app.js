@@ -59,6 +59,10 @@
     return e;
   }
   const $ = (sel) => document.querySelector(sel);
+  // Replaces a node's children (null, undefined and false are left out, as in el()).
+  function fill(node, ...children) {
+    node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  }
 
   function num(x, digits) {
     if (x === null || x === undefined || Number.isNaN(x)) return '–';
@@ -88,6 +92,7 @@
   let clockSkewUs = 0;
   function ageOf(row) {
     if (!row.last_event || !row.last_event.at_us) return 0;
+    if (REPORT) return row.last_event.age_s;  // as the report was written
     return Math.max(0, (Date.now() * 1000 + clockSkewUs - row.last_event.at_us) / 1e6);
   }
 
@@ -125,7 +130,7 @@
   function runsView() {
     $('#where').textContent = 'runs';
     const view = $('#view');
-    view.replaceChildren();
+    fill(view);
     const table = el('table', { id: 'runs' });
     const notice = el('div');
     view.append(el('h1', { text: 'Runs' }), notice, el('div', { class: 'card' }, table));
@@ -161,9 +166,9 @@
           el('td', { class: 'num', text: gaugeText(r.budget.cost_usd, money) }),
           el('td', { class: 'num age', text: (r.last_event.type || '–') + ', ' + age(ageOf(r)) }));
       }));
-      table.replaceChildren(el('thead', {}, head), body);
-      if (!rows.length) notice.replaceChildren(el('p', { class: 'muted', text: 'No runs in this folder yet.' }));
-      else notice.replaceChildren();
+      fill(table, el('thead', {}, head), body);
+      if (!rows.length) fill(notice, el('p', { class: 'muted', text: 'No runs in this folder yet.' }));
+      else fill(notice);
     }
 
     function accept(msg) {
@@ -171,7 +176,7 @@
       clockSkewUs = msg.now_us - Date.now() * 1000;
       render();
     }
-    api('/api/runs').then(accept).catch((e) => notice.replaceChildren(el('div', { class: 'notice', text: e.message })));
+    api('/api/runs').then(accept).catch((e) => fill(notice, el('div', { class: 'notice', text: e.message })));
     const es = stream('/api/stream/runs');
     es.addEventListener('runs', (ev) => { accept(JSON.parse(ev.data)); setConn('live', 'live'); });
     es.onerror = () => setConn('down', 'reconnecting…');
@@ -310,9 +315,9 @@
   function runView(id) {
     $('#where').textContent = id;
     const view = $('#view');
-    view.replaceChildren(el('p', { class: 'muted', text: 'Loading ' + id + '…' }));
+    fill(view, el('p', { class: 'muted', text: 'Loading ' + id + '…' }));
     const load = REPORT ? Promise.resolve(REPORT.run) : api('/api/runs/' + encodeURIComponent(id));
-    load.then((detail) => showRun(id, detail)).catch((e) => view.replaceChildren(el('div', { class: 'notice', text: e.message })));
+    load.then((detail) => showRun(id, detail)).catch((e) => fill(view, el('div', { class: 'notice', text: e.message })));
   }
 
   function showRun(id, d) {
@@ -338,7 +343,7 @@
     const ledgerBox = el('div', { class: 'card', id: 'ledger' });
     const eventsBox = el('div', { class: 'card', id: 'event-stream' });
 
-    view.replaceChildren(head,
+    fill(view, head,
       el('div', { class: 'grid' }, goalBox, gaugeBox),
       el('div', { class: 'grid', style: 'margin-top:1em' },
         el('div', { class: 'card' }, el('h2', { text: 'Score over tool calls' }), el('div', { class: 'chart-box' }, callsCanvas)),
@@ -352,7 +357,7 @@
 
     function renderHead() {
       const target = goal.target !== null && goal.target !== undefined ? num(goal.target) : 'none';
-      head.replaceChildren(
+      fill(head,
         el('h1', {}, id + ' ', phaseBadge(row.phase)),
         el('div', { class: 'row muted' },
           el('span', { text: 'task ' + (row.task || '–') }),
@@ -361,7 +366,7 @@
           el('span', { text: 'baseline ' + num(row.baseline_score) }),
           el('span', { text: 'evaluations ' + row.evaluations }),
           el('span', { text: 'events ' + row.events }),
-          el('span', { class: 'age', text: 'last event ' + (row.last_event.type || '–') + ', ' + age(ageOf(row)) }),
+          el('span', { class: 'age', text: 'last event ' + (row.last_event.type || '–') + ', ' + age(ageOf(row)) + (REPORT ? ' (when the report was written)' : '') }),
           REPORT ? el('span', { text: 'report generated ' + REPORT.generated_at }) : null));
     }
 
@@ -388,7 +393,7 @@
     const historyList = el('ol', { id: 'goal-history', reversed: true });
     const stoppedNote = el('p', { class: 'muted' });
     // Built once (a live update must not take the text being typed or the focus away).
-    goalBox.replaceChildren(
+    fill(goalBox,
       el('h2', { text: 'Goal' }),
       el('p', {}, goalObjective, ' ', goalStatus),
       goalProgress,
@@ -411,7 +416,7 @@
       goalStatus.textContent = '[' + goal.status + ']';
       goalProgress.textContent = goal.progress || '';
       historySummary.textContent = 'history (' + goalHistory.length + ')';
-      historyList.replaceChildren(...goalHistory.slice().reverse().map((g) =>
+      fill(historyList, ...goalHistory.slice().reverse().map((g) =>
         el('li', { 'data-seq': g.seq },
           el('b', { text: g.verb }), ' ',
           el('span', { text: g.objective || '(no objective)' }),
@@ -421,11 +426,11 @@
     }
 
     function renderBudget() {
-      gaugeBox.replaceChildren(el('h2', { text: 'Budget' }), gauges(budget));
+      fill(gaugeBox, el('h2', { text: 'Budget' }), gauges(budget));
     }
 
     function renderLedger() {
-      ledgerBox.replaceChildren(el('h2', { text: 'Ledger' }),
+      fill(ledgerBox, el('h2', { text: 'Ledger' }),
         notes.length ? el('ul', { id: 'notes' }, notes.map((n) => el('li', {}, el('b', { text: n.kind + ' ' }), n.text, el('span', { class: 'muted', text: ' · event ' + n.seq }))))
           : el('p', { class: 'muted', text: 'no notes' }),
         el('h2', { text: 'Installed summary' }),
@@ -444,11 +449,11 @@
 
     function showCandidate(hash) {
       candidateBox.hidden = false;
-      candidateBox.replaceChildren(el('p', { class: 'muted', text: 'Loading candidate ' + short(hash) + '…' }));
+      fill(candidateBox, el('p', { class: 'muted', text: 'Loading candidate ' + short(hash) + '…' }));
       candidateBox.scrollIntoView();
       api('/api/runs/' + encodeURIComponent(id) + '/candidates/' + hash)
-        .then((c) => candidateBox.replaceChildren(candidateView(c, 'Candidate')))
-        .catch((e) => candidateBox.replaceChildren(el('div', { class: 'notice', text: e.message })));
+        .then((c) => fill(candidateBox, candidateView(c, 'Candidate')))
+        .catch((e) => fill(candidateBox, el('div', { class: 'notice', text: e.message })));
     }
 
     function attemptRow(e, n) {
@@ -469,7 +474,7 @@
       const table = el('table', { id: 'attempts' },
         el('thead', {}, el('tr', {}, ['#', 'strategy', 'result', 'score', 'key metrics', 'profiler', 'candidate'].map((h) => el('th', { text: h })))),
         el('tbody', {}, evaluations.map((e, i) => attemptRow(e, i + 1)).reverse()));
-      attemptsBox.replaceChildren(evaluations.length ? table : el('p', { class: 'muted', text: 'no evaluation yet' }));
+      fill(attemptsBox, evaluations.length ? table : el('p', { class: 'muted', text: 'no evaluation yet' }));
     }
 
     // The event stream: the newest events, live, filtered by type (chips) and by text.
@@ -480,17 +485,17 @@
     filterInput.addEventListener('input', () => renderEvents());
     function renderEvents() {
       const types = [...new Set(events.map((e) => e.type))].sort();
-      chips.replaceChildren(...types.map((t) => el('span', {
+      fill(chips, ...types.map((t) => el('span', {
         class: 'chip' + (hidden.has(t) ? ' off' : ''), text: t,
         onclick: () => { if (hidden.has(t)) hidden.delete(t); else hidden.add(t); renderEvents(); },
       })));
       const q = filterInput.value.toLowerCase();
       const shown = events.filter((e) => !hidden.has(e.type) && (!q || e.type.includes(q) || e.text.toLowerCase().includes(q)));
-      eventsTable.replaceChildren(el('tbody', {}, shown.slice(-500).reverse().map((e) =>
+      fill(eventsTable, el('tbody', {}, shown.slice(-500).reverse().map((e) =>
         el('tr', { 'data-seq': e.seq }, el('td', { class: 'num', text: String(e.seq) }), el('td', { text: e.at.slice(11, 19) }),
           el('td', { text: e.type }), el('td', { class: 'text', text: e.text })))));
     }
-    eventsBox.replaceChildren(el('h2', { text: 'Events' }), filterInput, chips, el('div', { class: 'events' }, eventsTable));
+    fill(eventsBox, el('h2', { text: 'Events' }), filterInput, chips, el('div', { class: 'events' }, eventsTable));
 
     function redraw(series) {
       renderHead();
@@ -509,7 +514,7 @@
       renderEvents();
       if (REPORT.best) {
         candidateBox.hidden = false;
-        candidateBox.replaceChildren(candidateView(REPORT.best, 'Best candidate'));
+        fill(candidateBox, candidateView(REPORT.best, 'Best candidate'));
       }
       return;
     }
