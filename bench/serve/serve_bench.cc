@@ -1,12 +1,16 @@
 // bench_serve: the dashboard's latency on a long run.
 //   bench_serve [--events N] [--seconds S] [--dir DIR]
+// (with --dir, a log already built there by an earlier run is reused)
 // Builds a run of about N events (default 100,000) shaped like a real one (per step a model
 // request and response, a tool call, every 3rd step a file write, every 5th an evaluation of the
 // files as they are, a profile every 40th, a note every 7th, a goal change and a compaction now
 // and then), with fold checkpoints written as a runner writes them. Then, each time on a fresh
-// server (nothing cached: the first visit after `marathon serve` starts):
+// server:
 //   - the Runs page's first paint: GET / and its three files, then GET /api/runs;
-//   - one run's first paint: GET /api/runs/ID (the charts and the attempts) and its newest events.
+//   - one run's first paint: GET /api/runs/ID (the charts and the attempts) and its newest events,
+//     cold (asked at once: the request waits for the first fold of the whole log) and warm (asked
+//     once the server's start-up fold of every run is done, as when a page is opened a few
+//     seconds after `marathon serve`).
 // Then, while a writer appends a step every 20 ms (a busy runner) for S seconds (default 20), four
 // clients poll the API as pages do and one follows the live stream; it prints each endpoint's
 // latency percentiles and how long an appended evaluation took to reach the stream.
@@ -19,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
@@ -29,6 +34,7 @@
 #include "core/checkpoint.h"
 #include "core/event_store.h"
 #include "core/fold.h"
+#include "core/load_state.h"
 #include "core/run_dir.h"
 #include "core/workspace_snapshot.h"
 #include "serve/server.h"
@@ -65,6 +71,15 @@ NewEvent make(const char* type, json payload) {
 // A run's log, appended step by step with its state folded alongside (for the checkpoints).
 class Writer {
  public:
+  // Carries on the run in `run_dir` (as a resumed runner does).
+  Writer(const fs::path& run_dir, bool existing) : r_(7) {
+    store_ = EventStore::open((run_dir / "events.db").string(), EventStore::Mode::kOpen);
+    state_ = marathon::load_state(*store_);
+    files_ = marathon::workspace_at(*store_, state_.last_seq);
+    candidate_ = state_.best_candidate;
+    step_ = state_.last_seq;  // new call ids
+    (void)existing;
+  }
   explicit Writer(const fs::path& run_dir) : r_(42) {
     marathon::RunDir d = marathon::create_run_dir(run_dir);
     store_ = EventStore::open(d.events_db().string(), EventStore::Mode::kCreate);
@@ -219,16 +234,30 @@ int main(int argc, char** argv) {
   }
   bool own_dir = dir.empty();
   if (own_dir) dir = fs::temp_directory_path() / ("marathon-bench-serve-" + std::to_string(::getpid()));
+  fs::path base = dir / ("base-" + std::to_string(n_events));
+  if (!fs::exists(base / "done")) {
+    fs::remove_all(base);
+    fs::create_directories(base);
+    auto t_build = Clock::now();
+    {
+      Writer w(base / "long");
+      while (w.last_seq() < n_events) w.step();
+      std::printf("built a log of %lld events in %.1f s\n", static_cast<long long>(w.last_seq()),
+                  since_ms(t_build) / 1e3);
+    }
+    std::ofstream(base / "done") << "ok\n";
+  }
+  // Each run of the bench measures a copy of the same log.
   fs::remove_all(dir / "runs");
-  fs::create_directories(dir / "runs");
-
-  auto t_build = Clock::now();
-  Writer writer(dir / "runs" / "long");
-  while (writer.last_seq() < n_events) writer.step();
+  fs::create_directories(dir / "runs" / "long");
+  fs::copy_file(base / "long" / "events.db", dir / "runs" / "long" / "events.db");
   std::printf("| measurement | value |\n|---|---|\n");
-  std::printf("| log | %lld events, %.1f MB, built in %.1f s |\n",
-              static_cast<long long>(writer.last_seq()),
-              double(fs::file_size(dir / "runs/long/events.db")) / 1e6, since_ms(t_build) / 1e3);
+  {
+    auto store = EventStore::open((dir / "runs/long/events.db").string(),
+                                  EventStore::Mode::kReadOnly);
+    std::printf("| log | %lld events, %.1f MB |\n", static_cast<long long>(store->last_seq()),
+                double(fs::file_size(dir / "runs/long/events.db")) / 1e6);
+  }
 
   // First paints, each on a fresh server (median of 5).
   std::vector<double> runs_page, run_page, run_api, run_events;
@@ -265,7 +294,10 @@ int main(int argc, char** argv) {
               median(run_page), percentile(run_page, 0), percentile(run_page, 1), median(run_api),
               double(run_bytes) / 1e6, median(run_events));
 
-  // Live: a writer appends a step every 20 ms; clients poll as pages do; one follows the stream.
+  // Live: a writer appends a step every 20 ms to the long run (as its runner would at hour 20);
+  // clients poll as pages do; one follows the stream.
+  Writer writer(dir / "runs" / "long", /*existing=*/true);
+  const int64_t live_from = writer.last_seq();
   Server s(dir / "runs");
   {  // warm, as a page would have (its first paint)
     httplib::Client c("127.0.0.1", s.port);
@@ -353,7 +385,7 @@ int main(int argc, char** argv) {
   follower.join();
 
   std::printf("| live: appends while measured | %lld steps (%.0f events/s) over %.0f s |\n",
-              static_cast<long long>(steps), double(writer.last_seq() - n_events) / seconds,
+              static_cast<long long>(steps), double(writer.last_seq() - live_from) / seconds,
               seconds);
   std::vector<double> all;
   for (auto& [name, v] : lat) {

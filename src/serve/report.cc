@@ -16,7 +16,7 @@ json report_data(const std::string& id, RunView& v, RunPhase phase, int64_t now_
   }
   return {{"mode", "report"},
           {"generated_at", format_rfc3339_us(now_us)},
-          {"run", run_detail(id, v, phase, now_us)},
+          {"run", json::parse(run_detail(id, v, phase, now_us))},
           {"events", event_lines(v.store(), 0, kReportEvents)},
           {"best", std::move(best)}};
 }

@@ -12,6 +12,8 @@ namespace {
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 // used / limit of one budget (limit null when there is none).
 json gauge(double used, double limit) {
   return {{"used", used}, {"limit", limit > 0 ? json(limit) : json(nullptr)}};
@@ -110,33 +112,43 @@ json evaluation_json(const Evaluation& e) {
           {"updated_seq", e.updated_seq}};
 }
 
-json run_detail(const std::string& id, const RunView& v, RunPhase phase, int64_t now_us) {
+const std::string& evaluation_text(const Evaluation& e) {
+  if (e.json_text.empty()) e.json_text = dump(evaluation_json(e));
+  return e.json_text;
+}
+
+std::string run_detail(const std::string& id, RunView& v, RunPhase phase, int64_t now_us) {
   const State& s = v.state();
-  json state = to_json(s);
   json notes = json::array();
   for (const LedgerEntry& l : s.ledger) {
     if (l.kind != "attempt") notes.push_back({{"seq", l.seq}, {"kind", l.kind}, {"text", l.text}});
   }
-  state.erase("ledger");
-  json evaluations = json::array();
-  for (const Evaluation& e : v.evaluations()) evaluations.push_back(evaluation_json(e));
   json markers = json::array();
   for (const Marker& m : v.markers()) markers.push_back(marker_json(m));
   json goals = json::array();
   for (const GoalEntry& g : v.goal_history()) goals.push_back(goal_entry_json(g));
   json starter = json::array();
   for (const auto& [path, sha] : v.starter()) starter.push_back(path);
-  return {{"row", run_row(id, v, phase, now_us)},
-          {"state", std::move(state)},
-          {"budget", budget_json(s)},
-          {"notes", std::move(notes)},
-          {"summary", s.summary ? json(s.summary->text) : json(nullptr)},
-          {"created_us", v.created_us()},
-          {"evaluations", std::move(evaluations)},
-          {"markers", std::move(markers)},
-          {"goal_history", std::move(goals)},
-          {"starter_files", std::move(starter)},
-          {"last_seq", s.last_seq}};
+  std::string evaluations = "[";
+  for (const Evaluation& e : v.evaluations()) {
+    if (evaluations.size() > 1) evaluations += ',';
+    evaluations += evaluation_text(e);
+  }
+  evaluations += ']';
+  json rest = {{"row", run_row(id, v, phase, now_us)},
+               {"state", v.status_json()},
+               {"budget", budget_json(s)},
+               {"notes", std::move(notes)},
+               {"summary", s.summary ? json(s.summary->text) : json(nullptr)},
+               {"created_us", v.created_us()},
+               {"markers", std::move(markers)},
+               {"goal_history", std::move(goals)},
+               {"starter_files", std::move(starter)},
+               {"last_seq", s.last_seq}};
+  std::string out = dump(rest);  // "{...}": the evaluations go in before its closing brace
+  out.pop_back();
+  out += ",\"evaluations\":" + evaluations + "}";
+  return out;
 }
 
 json run_update(const std::string& id, const RunView& v, RunPhase phase, int64_t after_seq,

@@ -17,10 +17,11 @@ namespace marathon::serve {
 // baseline, budget used, the last event and its age (at `now_us`).
 json run_row(const std::string& id, const RunView& v, RunPhase phase, int64_t now_us);
 
-// One run for its page (needs the series): the row, the state as `status --json` shows it (its
-// ledger's attempts left out: they are the evaluations), the notes of the ledger, evaluations,
-// markers, goal history and the starter's files.
-json run_detail(const std::string& id, const RunView& v, RunPhase phase, int64_t now_us);
+// One run for its page (needs the series), as JSON text: the row, the state as `status --json`
+// shows it without the ledger (its attempts are the evaluations, its other entries the notes),
+// the notes, evaluations, markers, goal history and the starter's files. Built from the texts each
+// evaluation keeps, so a long run's page costs a copy, not a serialisation.
+std::string run_detail(const std::string& id, RunView& v, RunPhase phase, int64_t now_us);
 
 // What changed since `after_seq` (the page's live updates): the row, the budget and goal, the
 // evaluations added or updated, markers and goal changes added, and the newest event lines.
@@ -28,6 +29,7 @@ json run_update(const std::string& id, const RunView& v, RunPhase phase, int64_t
                 int64_t now_us);
 
 json evaluation_json(const Evaluation& e);
+const std::string& evaluation_text(const Evaluation& e);  // its dump, kept in e.json_text
 
 // Event lines {seq, at, type, text}: the newest `limit` events with seq > after (after 0: of the
 // whole log), oldest first. `types` (empty: all) keeps only those types.

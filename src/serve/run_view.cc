@@ -52,6 +52,7 @@ void RunView::ensure_series() {
     if (ev.profile_seq == 0) continue;
     for (const Event& e : store_->read(ev.profile_seq, ev.profile_seq)) {
       if (auto t = tool_fields(e)) ev.profile = profile_summary(t->output);
+      ev.json_text.clear();
     }
   }
   series_ = true;
@@ -73,7 +74,20 @@ void RunView::refresh() {
   }
 }
 
+json RunView::status_json() {
+  struct Lend {  // the ledger is moved out for the call and back whatever happens
+    std::vector<LedgerEntry>& ledger;
+    std::vector<LedgerEntry> held;
+    ~Lend() { ledger = std::move(held); }
+  } lend{state_.ledger, std::move(state_.ledger)};
+  state_.ledger.clear();
+  json j = to_json(state_);
+  j.erase("ledger");
+  return j;
+}
+
 void RunView::attach_profile(Evaluation& eval, int64_t seq, const std::string* output) {
+  eval.json_text.clear();
   eval.profile_seq = seq;
   eval.updated_seq = std::max(eval.updated_seq, seq);
   if (output) {

@@ -36,6 +36,9 @@ struct Evaluation {
   int64_t profile_seq = 0;           // the latest profile (tool.finished) of this workspace
   std::string profile;               // the head of its output
   int64_t updated_seq = 0;           // the last event that changed this entry
+  // Its JSON (run_json.h's evaluation_text), kept between requests; cleared whenever the entry
+  // changes.
+  mutable std::string json_text;
 };
 
 struct Marker {
@@ -64,6 +67,9 @@ class RunView {
   bool has_series() const { return series_; }
 
   const State& state() const { return state_; }
+  // `marathon status --json` of the state (to_json(State)) without the ledger, which for a long
+  // run is most of it and which the dashboard shows otherwise (evaluations, notes).
+  json status_json();
   const EventStore& store() const { return *store_; }
   const std::filesystem::path& dir() const { return dir_; }
   int64_t created_us() const { return created_us_; }  // with the series: run.created's time

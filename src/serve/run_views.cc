@@ -19,11 +19,24 @@ RunLookup RunViews::with(std::string_view id, Need need,
   RunLookup found = catalog_.find(id, &dir);
   if (found != RunLookup::kFound) return found;
   std::shared_ptr<Entry> e = entry(std::string(id));
+  auto has_series = [&] {
+    std::lock_guard<std::mutex> lock(e->mu);
+    return e->view && e->view->has_series();
+  };
+  if (need == Need::kSeries && !has_series()) {
+    std::lock_guard<std::mutex> build(e->build_mu);
+    if (!has_series()) {
+      auto fresh = std::make_unique<RunView>(dir);
+      fresh->ensure_series();
+      std::lock_guard<std::mutex> lock(e->mu);
+      e->view = std::move(fresh);
+    }
+  }
   std::lock_guard<std::mutex> lock(e->mu);
   try {
     if (!e->view) e->view = std::make_unique<RunView>(dir);
     e->view->refresh();
-    if (need == Need::kSeries) e->view->ensure_series();
+    if (need == Need::kSeries) e->view->ensure_series();  // a no-op unless the view was dropped
   } catch (...) {
     e->view.reset();
     throw;

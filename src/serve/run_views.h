@@ -1,6 +1,8 @@
 // RunViews: the open RunView of each run of a catalog, made on first use and kept (with its log
 // open read-only) so that a request folds only what was appended since the last one. Thread-safe:
-// the callers of one run take turns; different runs are served in parallel.
+// the callers of one run take turns; different runs are served in parallel. The first fold of a
+// run's whole log (its series) is built on a view of its own and swapped in when done, so the
+// callers that need only the state (the Runs page) never wait for it.
 #pragma once
 
 #include <functional>
@@ -37,8 +39,9 @@ class RunViews {
 
  private:
   struct Entry {
-    std::mutex mu;
+    std::mutex mu;  // guards `view`
     std::unique_ptr<RunView> view;
+    std::mutex build_mu;  // one series build at a time
   };
   std::shared_ptr<Entry> entry(const std::string& id);
 

@@ -159,8 +159,21 @@ int Dashboard::bind() {
 
 void Dashboard::serve() {
   serving_ = true;
+  // The runs' series are built in the background from the start, so that a page opened a moment
+  // later finds them ready (a long run's first fold reads every event of its log).
+  std::thread warm([this] {
+    for (const std::string& id : views_.catalog().list()) {
+      if (stopping_) break;
+      try {
+        views_.with(id, Need::kSeries, [](RunView&, RunPhase) {});
+      } catch (const std::exception& e) {
+        spdlog::warn("serve: run {}: {}", id, e.what());
+      }
+    }
+  });
   if (!stopping_) server_->listen_after_bind();
   served_ = true;
+  warm.join();
 }
 
 void Dashboard::stop() {
@@ -252,11 +265,13 @@ void Dashboard::routes() {
   // httplib's percent-decoding) and then checked, so an escape attempt gets a 400 that says why.
   s.Get(R"(/api/runs/([^/]*))", [this](const Request& req, Response& res) {
     std::string id = req.matches[1];
-    json out;
+    std::string out;
     RunLookup r = views_.with(id, Need::kSeries, [&](RunView& v, RunPhase phase) {
       out = run_detail(id, v, phase, now_us());
     });
-    if (found(r, id, res)) send_json(res, 200, out);
+    if (!found(r, id, res)) return;
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(out, "application/json");
   });
 
   s.Get(R"(/api/runs/([^/]*)/events)", [this](const Request& req, Response& res) {
