@@ -37,6 +37,7 @@
 #include "core/load_state.h"
 #include "core/run_dir.h"
 #include "core/workspace_snapshot.h"
+#include "serve/run_json.h"
 #include "serve/server.h"
 
 namespace fs = std::filesystem;
@@ -259,9 +260,31 @@ int main(int argc, char** argv) {
                 double(fs::file_size(dir / "runs/long/events.db")) / 1e6);
   }
 
+  {  // The parts of one run's first paint, in this thread.
+    auto t0 = Clock::now();
+    marathon::serve::RunView v(dir / "runs/long", marathon::serve::RunView::Fold::kSeries);
+    double fold_ms = since_ms(t0);
+    std::vector<double> build;
+    size_t bytes = 0;
+    for (int k = 0; k < 5; ++k) {
+      auto t1 = Clock::now();
+      bytes = marathon::serve::run_detail("long", v, marathon::serve::RunPhase::kRunning, 0).size();
+      build.push_back(since_ms(t1));
+    }
+    std::printf("| one run: open + fold of every event with the series | %.0f ms |\n", fold_ms);
+    std::printf("| one run: /api/runs/ID's JSON from the folded view (%.1f MB), first / median of "
+                "the next 4 | %.0f / %.0f ms |\n",
+                double(bytes) / 1e6, build[0], median({build.begin() + 1, build.end()}));
+  }
+
   // First paints, each on a fresh server (median of 5).
-  std::vector<double> runs_page, run_page, run_api, run_events;
+  std::vector<double> runs_page, run_page, run_api, run_events, warm_page;
   size_t run_bytes = 0;
+  auto page = [](httplib::Client& c) {
+    for (const char* p : {"/", "/assets/style.css", "/assets/chart.js", "/assets/app.js"}) {
+      timed_get(c, p);
+    }
+  };
   for (int k = 0; k < 5; ++k) {
     {
       Server s(dir / "runs");
@@ -284,6 +307,16 @@ int main(int argc, char** argv) {
       run_events.push_back(timed_get(c, "/api/runs/long/events?limit=300"));
       run_page.push_back(since_ms(t0));
     }
+    {
+      Server s(dir / "runs");
+      std::this_thread::sleep_for(std::chrono::seconds(6));  // the start-up fold is done
+      httplib::Client c("127.0.0.1", s.port);
+      auto t0 = Clock::now();
+      page(c);
+      timed_get(c, "/api/runs/long");
+      timed_get(c, "/api/runs/long/events?limit=300");
+      warm_page.push_back(since_ms(t0));
+    }
   }
   std::printf("| Runs page first paint (fresh server: page, files, /api/runs), median of 5 | "
               "%.0f ms (min %.0f, max %.0f) |\n",
@@ -293,6 +326,9 @@ int main(int argc, char** argv) {
               "of JSON), events %.0f ms |\n",
               median(run_page), percentile(run_page, 0), percentile(run_page, 1), median(run_api),
               double(run_bytes) / 1e6, median(run_events));
+  std::printf("| one run's first paint, warm (fresh server, asked 6 s after its start), median of 5 "
+              "| %.0f ms (min %.0f, max %.0f) |\n",
+              median(warm_page), percentile(warm_page, 0), percentile(warm_page, 1));
 
   // Live: a writer appends a step every 20 ms to the long run (as its runner would at hour 20);
   // clients poll as pages do; one follows the stream.

@@ -117,12 +117,27 @@ const std::string& evaluation_text(const Evaluation& e) {
   return e.json_text;
 }
 
+namespace {
+
+json note_json(const LedgerEntry& l) { return {{"seq", l.seq}, {"kind", l.kind}, {"text", l.text}}; }
+
+// The notes of the ledger as a JSON array's text, extended with the entries added since last time.
+std::string notes_text(const RunView& v) {
+  RunView::TextCache& c = v.text_cache();
+  const std::vector<LedgerEntry>& ledger = v.state().ledger;
+  for (; c.ledger_seen < ledger.size(); ++c.ledger_seen) {
+    const LedgerEntry& l = ledger[c.ledger_seen];
+    if (l.kind == "attempt") continue;
+    if (!c.notes.empty()) c.notes += ',';
+    c.notes += dump(note_json(l));
+  }
+  return "[" + c.notes + "]";
+}
+
+}  // namespace
+
 std::string run_detail(const std::string& id, RunView& v, RunPhase phase, int64_t now_us) {
   const State& s = v.state();
-  json notes = json::array();
-  for (const LedgerEntry& l : s.ledger) {
-    if (l.kind != "attempt") notes.push_back({{"seq", l.seq}, {"kind", l.kind}, {"text", l.text}});
-  }
   json markers = json::array();
   for (const Marker& m : v.markers()) markers.push_back(marker_json(m));
   json goals = json::array();
@@ -138,7 +153,6 @@ std::string run_detail(const std::string& id, RunView& v, RunPhase phase, int64_
   json rest = {{"row", run_row(id, v, phase, now_us)},
                {"state", v.status_json()},
                {"budget", budget_json(s)},
-               {"notes", std::move(notes)},
                {"summary", s.summary ? json(s.summary->text) : json(nullptr)},
                {"created_us", v.created_us()},
                {"markers", std::move(markers)},
@@ -147,7 +161,7 @@ std::string run_detail(const std::string& id, RunView& v, RunPhase phase, int64_
                {"last_seq", s.last_seq}};
   std::string out = dump(rest);  // "{...}": the evaluations go in before its closing brace
   out.pop_back();
-  out += ",\"evaluations\":" + evaluations + "}";
+  out += ",\"notes\":" + notes_text(v) + ",\"evaluations\":" + evaluations + "}";
   return out;
 }
 
@@ -168,7 +182,7 @@ json run_update(const std::string& id, const RunView& v, RunPhase phase, int64_t
   }
   json notes = json::array();
   for (auto it = s.ledger.rbegin(); it != s.ledger.rend() && it->seq > after_seq; ++it) {
-    if (it->kind != "attempt") notes.push_back({{"seq", it->seq}, {"kind", it->kind}, {"text", it->text}});
+    if (it->kind != "attempt") notes.push_back(note_json(*it));
   }
   std::reverse(notes.begin(), notes.end());
   return {{"row", run_row(id, v, phase, now_us)},

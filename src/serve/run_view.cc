@@ -20,9 +20,13 @@ std::string profile_summary(const std::string& output) {
   return end < output.size() ? output.substr(0, end) + "..." : output;
 }
 
-RunView::RunView(const std::filesystem::path& run_dir) : dir_(run_dir) {
+RunView::RunView(const std::filesystem::path& run_dir, Fold fold) : dir_(run_dir) {
   RunDir dir = existing_run_dir(run_dir);
   store_ = EventStore::open(dir.events_db().string(), EventStore::Mode::kReadOnly);
+  if (fold == Fold::kSeries) {
+    ensure_series();
+    return;
+  }
   state_ = load_state(*store_);
   if (state_.last_seq > 0) {
     for (const Event& e : store_->read(state_.last_seq, state_.last_seq)) {
@@ -42,6 +46,7 @@ void RunView::ensure_series() {
   best_before_.clear();
   latest_eval_of_key_.clear();
   unmatched_profile_.clear();
+  text_cache_ = {};
   LoadOptions o;
   o.use_checkpoints = false;
   o.observe = [this](const Event& e, const State& s) { observe(e, s, /*full=*/false); };

@@ -57,8 +57,10 @@ struct GoalEntry {  // the goal as created, then each goal.changed
 
 class RunView {
  public:
-  // Opens the log of `run_dir` read-only and folds it from its newest checkpoint. Throws StoreError.
-  explicit RunView(const std::filesystem::path& run_dir);
+  // Opens the log of `run_dir` read-only and folds it: from its newest checkpoint (kState), or every
+  // event with the series (kSeries: the checkpoint would be folded again). Throws StoreError.
+  enum class Fold { kState, kSeries };
+  explicit RunView(const std::filesystem::path& run_dir, Fold fold = Fold::kState);
 
   // Folds the events appended since the last call. Throws StoreError (a damaged log).
   void refresh();
@@ -82,6 +84,14 @@ class RunView {
   const std::vector<GoalEntry>& goal_history() const { return goal_history_; }
   const WorkspaceFiles& starter() const { return starter_; }
 
+  // JSON texts run_json.cc keeps between requests: the ledger's notes so far (comma-separated
+  // objects) and how many ledger entries they cover (the ledger only grows).
+  struct TextCache {
+    std::string notes;
+    size_t ledger_seen = 0;
+  };
+  TextCache& text_cache() const { return text_cache_; }
+
  private:
   // Records what `e` adds to the series; `s` includes `e`. `full` says whether the payload has
   // the fields the fold's projection leaves out (a tool's output).
@@ -104,6 +114,7 @@ class RunView {
   std::string best_before_;                            // best candidate before the current event
   std::map<std::string, size_t> latest_eval_of_key_;   // workspace key -> evaluations_ index
   std::map<std::string, int64_t> unmatched_profile_;  // workspace key -> latest profile seq
+  mutable TextCache text_cache_;
 };
 
 // The head of a profiler output shown in the attempts table: its first lines, at most ~1 KB.

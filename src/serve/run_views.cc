@@ -26,8 +26,7 @@ RunLookup RunViews::with(std::string_view id, Need need,
   if (need == Need::kSeries && !has_series()) {
     std::lock_guard<std::mutex> build(e->build_mu);
     if (!has_series()) {
-      auto fresh = std::make_unique<RunView>(dir);
-      fresh->ensure_series();
+      auto fresh = std::make_unique<RunView>(dir, RunView::Fold::kSeries);
       std::lock_guard<std::mutex> lock(e->mu);
       e->view = std::move(fresh);
     }
