@@ -11,9 +11,10 @@
 //     cold (asked at once: the request waits for the first fold of the whole log) and warm (asked
 //     once the server's start-up fold of every run is done, as when a page is opened a few
 //     seconds after `marathon serve`).
-// Then, while a writer appends a step every 20 ms (a busy runner) for S seconds (default 20), four
-// clients poll the API as pages do and one follows the live stream; it prints each endpoint's
-// latency percentiles and how long an appended evaluation took to reach the stream.
+// Then, while a writer appends a step every 20 ms to the long run (a busy runner) for S seconds
+// (default 20), clients use the API as people at their pages do and five pages follow the run's
+// live stream; it prints each endpoint's latency percentiles and how long an appended evaluation
+// took to reach a page.
 #include <httplib.h>
 #include <unistd.h>
 
@@ -360,9 +361,13 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_until(t0 + std::chrono::milliseconds(20));
     }
   });
+  // Three clients act as people at their pages do: the Runs list refreshed, a run's newest events,
+  // a candidate's diff (a click), every 100 ms each; a fourth opens the run's page (its whole
+  // series) once a second. Four more pages follow the run's stream.
   std::vector<std::thread> clients;
-  for (int k = 0; k < 4; ++k) {
-    clients.emplace_back([&, k] {
+  auto client = [&](int k, std::vector<std::pair<std::string, std::string>> (*pick)(const std::string&),
+                    int every_ms) {
+    return std::thread([&, k, pick, every_ms] {
       httplib::Client c("127.0.0.1", s.port);
       std::mt19937 r(k);
       while (!stop) {
@@ -371,19 +376,38 @@ int main(int argc, char** argv) {
           std::lock_guard<std::mutex> lock(mu);
           cand = current_candidate;
         }
-        std::vector<std::pair<std::string, std::string>> reqs = {
-            {"/api/runs", "/api/runs"},
-            {"/api/runs/ID", "/api/runs/long"},
-            {"/api/runs/ID/events?after=", "/api/runs/long/events?limit=200"},
-            {"/api/runs/ID/candidates/HASH", "/api/runs/long/candidates/" + cand}};
+        auto reqs = pick(cand);
         auto& [name, path] = reqs[r() % reqs.size()];
         double ms = timed_get(c, path);
         if (ms >= 0) {
           std::lock_guard<std::mutex> lock(mu);
           lat[name].push_back(ms);
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::this_thread::sleep_for(std::chrono::milliseconds(every_ms));
       }
+    });
+  };
+  using Reqs = std::vector<std::pair<std::string, std::string>>;
+  for (int k = 0; k < 3; ++k) {
+    clients.push_back(client(
+        k,
+        [](const std::string& cand) {
+          return Reqs{{"/api/runs", "/api/runs"},
+                      {"/api/runs/ID/events", "/api/runs/long/events?limit=300"},
+                      {"/api/runs/ID/candidates/HASH", "/api/runs/long/candidates/" + cand}};
+        },
+        100));
+  }
+  clients.push_back(client(
+      3, [](const std::string&) { return Reqs{{"/api/runs/ID (a page opened)", "/api/runs/long"}}; },
+      1000));
+  std::vector<std::thread> pages;
+  for (int k = 0; k < 4; ++k) {
+    pages.emplace_back([&] {
+      httplib::Client c("127.0.0.1", s.port);
+      c.set_read_timeout(static_cast<time_t>(seconds) + 30, 0);
+      c.Get("/api/runs/long/stream?after=" + std::to_string(live_from),
+            [&](const char*, size_t) { return !stop.load(); });
     });
   }
   std::thread follower([&] {
@@ -417,8 +441,9 @@ int main(int argc, char** argv) {
   stop = true;
   w.join();
   for (auto& t : clients) t.join();
-  s.dashboard->stop();  // ends the stream
+  s.dashboard->stop();  // ends the streams
   follower.join();
+  for (auto& t : pages) t.join();
 
   std::printf("| live: appends while measured | %lld steps (%.0f events/s) over %.0f s |\n",
               static_cast<long long>(steps), double(writer.last_seq() - live_from) / seconds,

@@ -40,13 +40,30 @@ RunLookup RunViews::with(std::string_view id, Need need,
     e->view.reset();
     throw;
   }
-  f(*e->view, phase_of(e->view->state(), runner_holds_lock(dir)));
+  RunPhase phase = phase_of(e->view->state(), runner_holds_lock(dir));
+  json row = run_row(std::string(id), *e->view, phase, 0);
+  {
+    std::lock_guard<std::mutex> r(e->row_mu);
+    e->row = std::move(row);
+  }
+  f(*e->view, phase);
   return RunLookup::kFound;
 }
 
 json RunViews::rows(int64_t now_us) {
   std::vector<json> rows;
   for (const std::string& id : catalog_.list()) {
+    std::shared_ptr<Entry> e = entry(id);
+    if (std::unique_lock<std::mutex> free(e->mu, std::try_to_lock); !free.owns_lock()) {
+      std::lock_guard<std::mutex> r(e->row_mu);
+      if (!e->row.is_null()) {  // busy: its last row, aged to now
+        json row = e->row;
+        int64_t at = row["last_event"].value("at_us", int64_t{0});
+        if (at > 0) row["last_event"]["age_s"] = std::max<double>(0, double(now_us - at) / 1e6);
+        rows.push_back(std::move(row));
+        continue;
+      }
+    }
     try {
       with(id, Need::kState,
            [&](RunView& v, RunPhase phase) { rows.push_back(run_row(id, v, phase, now_us)); });

@@ -32,7 +32,8 @@ class RunViews {
                  const std::function<void(RunView&, RunPhase)>& f);
 
   // The rows of every run (run_json.h's run_row), newest activity first; a run whose log cannot
-  // be read is a row {id, phase: "unreadable", error}.
+  // be read is a row {id, phase: "unreadable", error}. A run whose view is busy (another request
+  // holds it) gets the row made at its last use, its age brought up to now, rather than a wait.
   json rows(int64_t now_us);
 
   const RunCatalog& catalog() const { return catalog_; }
@@ -42,6 +43,8 @@ class RunViews {
     std::mutex mu;  // guards `view`
     std::unique_ptr<RunView> view;
     std::mutex build_mu;  // one series build at a time
+    std::mutex row_mu;    // guards `row`
+    json row;             // the row at the view's last use
   };
   std::shared_ptr<Entry> entry(const std::string& id);
 
