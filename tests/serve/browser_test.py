@@ -197,7 +197,7 @@ def main():
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
         for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--window-size=1400,2200", "--no-first-run", "--disable-extensions"):
+                    "--window-size=1400,1500", "--no-first-run", "--disable-extensions"):
             opts.add_argument(arg)
         driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
         driver.set_page_load_timeout(60)
