@@ -1,6 +1,7 @@
 """Compile the kernels for an H100/H200 (sm_90a) on any machine, no GPU needed, and report what the
 compiler made of them: registers, stack (spills), shared memory, SASS instructions, the most common
-opcodes. Kernels: the KDA intra and scan kernels, the KDA scans in Gluon (scan_gl, scan_glt),
+opcodes. Kernels: the KDA intra kernel (and its STRONG form, for gates the midpoint split cannot
+take) and scan kernel, the KDA scans in Gluon (scan_gl, scan_glt),
 and the MLA prefill. Triton's own ptxas and cuobjdump do the work, so the numbers match
 what the GPU loads.
 
@@ -55,7 +56,7 @@ def _kda_specs(kk) -> dict:
             kk._kda_intra,
             lambda a: {
                 **dict.fromkeys(("q", "k", "beta", "v", "qg_out", "kd_out", "aqk_out", "w_out", "u_out"), bf),
-                "ctab": "*i32",
+                **dict.fromkeys(("ctab", "flags"), "*i32"),
                 **dict.fromkeys(("g", "gc_out"), f32),
                 "scale": "fp32",
                 **{n: f"tensordesc<bf16[1,64,{a['BK']}]>" for n in ("QD", "KD")},
@@ -65,9 +66,10 @@ def _kda_specs(kk) -> dict:
                 "VD": f"tensordesc<bf16[1,64,{a['BW']}]>",
                 "UD": f"tensordesc<bf16[64,{a['BW']}]>",
             },
-            dict(K=128, V=128, BK=bk, BW=bw, TMA=True, VARLEN=False, INTERP=False),
+            dict(K=128, V=128, BK=bk, BW=bw, TMA=True, VARLEN=False, STRONG=False, INTERP=False),
             dict(num_warps=c["prep_warps"], num_stages=c["intra_stages"], maxnreg=c["intra_nreg"]),
         ),
+        "intra_strong": None,  # filled below: the intra kernel compiled with STRONG
         "scan": (
             kk._kda_scan,
             lambda a: {
@@ -83,6 +85,12 @@ def _kda_specs(kk) -> dict:
             dict(num_warps=c["scan_warps"], num_stages=c["scan_stages"], maxnreg=0),
         ),
     }
+
+
+def _with_strong(specs: dict) -> dict:
+    fn, types, consts, opts = specs["intra"]
+    specs["intra_strong"] = (fn, types, dict(consts, STRONG=True), opts)
+    return specs
 
 
 def _gluon_desc(shape, dtype="bf16", layout=None) -> str:
@@ -169,7 +177,7 @@ def _mla_gluon_specs(dg) -> dict:
 def specs() -> dict:
     kk = _load("kda_kernel", "kernels/kda/kernel.py")
     return {
-        **_kda_specs(kk),
+        **_with_strong(_kda_specs(kk)),
         **_kda_gluon_specs(_load("kda_scan_gluon", "kernels/kda/scan_gluon.py"), kk.CONFIG),
         **_mla_specs(_load("mla_kernel", "kernels/mla/kernel.py")),
         **_mla_gluon_specs(_load("mla_decode_gluon", "kernels/mla/decode_gluon.py")),

@@ -243,11 +243,11 @@ def _pairs_at_level(A3, P3, Ad, Pd, kbe, qs, k64, G, S: tl.constexpr, BK: tl.con
 @triton.jit
 def _kda_intra(
     q, k, g, beta, v, ctab,
-    qg_out, kd_out, aqk_out, gc_out, w_out, u_out,
+    qg_out, kd_out, aqk_out, gc_out, w_out, u_out, flags,
     QD, KD, GD, QGD, KDD, AQD, VD, UD,
     scale, T, H, NT, TP,
     K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BW: tl.constexpr, TMA: tl.constexpr,
-    VARLEN: tl.constexpr, INTERP: tl.constexpr,
+    VARLEN: tl.constexpr, STRONG: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """The chunk-parallel part, one program per (chunk, head): writes qg = scale q e^G,
     kd = k e^(G_63 - G) (bf16), e^(G_63) (float32), Aqk (bf16), w and u (bf16) to the chunk's
@@ -256,12 +256,22 @@ def _kda_intra(
     The four 16-row sub-chunks are one batched product [4, 16, BK] @ [4, BK, 64], sub-chunk I's
     rows against its own column tile k_j 2^(m_I - G_j) (zero past sub-chunk I).
 
+    That split is exact while every factor lies in 2^(+-HALF_SPAN). Each program records in
+    flags[bh, c] whether its chunk left that range; the same kernel compiled with STRONG then
+    redoes exactly those chunks (the others return at once) with A and Aqk from
+    _pairs_by_halves, which holds for any gates, and writes Aqk, w and u over the first ones
+    (qg, kd and e^(G_63) were right already). A kernel of its own, so that the common case keeps
+    the registers of the midpoint split alone.
+
     TMA: q, k, g, v tiles loaded and qg, kd, Aqk, u stored through tensor descriptors (QD ... UD;
     the inputs as [B, T, H * K], rows past T zero-filled), instead of per-element pointers. kb is
     stored by pointers into w's buffer and read back by this program after a block barrier (its
     own stores), then overwritten by w."""
     c = tl.program_id(0)
     bh = tl.program_id(1)
+    if STRONG:
+        if tl.load(flags + bh * NT + c) == 0:
+            return
     b = bh // H
     h = bh % H
     p0 = c * 64  # the chunk's rows in the padded buffers
@@ -287,6 +297,8 @@ def _kda_intra(
     # column j of block I's tile is used for j <= 16 I + 15
     cmask = r[None, :, None] <= 16 * i4[:, None, None] + 15
     span = tl.zeros([4, BK], tl.float32)  # the largest |G_i - m_I| of each sub-chunk and channel
+    Ad = tl.zeros([4, 16, 16], tl.float32)  # (STRONG) the diagonal blocks of A and Aqk
+    Pd = tl.zeros([4, 16, 16], tl.float32)
     for ks in range(0, K, BK):
         if TMA:
             g64 = _live(tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]), live, VARLEN) * LOG2E
@@ -301,52 +313,42 @@ def _kda_intra(
             qs = _rows(q_p + ks, t0, tend, H * K, 64, BK) * scale
         kbe = k64 * be[:, None]
         eG = _ex2(G, INTERP)
-        # e^(G_63) is row 63 of e^G (rows past T have g = 0)
-        tl.store(gc_p + ks + rk[None, :] + ri * 0, eG, mask=(ri == 63) & (rk[None, :] < BK))
-        if TMA:
-            QGD.store([bh * TP + p0, ks], (qs * eG).to(tl.bfloat16))
-        else:
-            _put(qg_out + o_row * K + ks, p0, K, qs * eG, 64, BK, INTERP)
         _put(w_out + o_row * K + ks, p0, K, kbe * eG, 64, BK, INTERP)  # kb, in w's buffer
-        Gd = tl.sum(tl.where(ri == 63, G, 0.0), axis=0)[None, :] - G
-        kd = k64 * _ex2(Gd, INTERP)
-        if TMA:
-            KDD.store([bh * TP + p0, ks], kd.to(tl.bfloat16))
+        if STRONG:
+            A3, P3, Ad, Pd = _pairs_by_halves(A3, P3, Ad, Pd, kbe, qs, k64, G, BK, INTERP)
         else:
-            _put(kd_out + o_row * K + ks, p0, K, kd, 64, BK, INTERP)
-        G3 = tl.reshape(G, [4, 16, BK])
-        m4 = tl.sum(tl.where((r16 == 7)[None, :, None], G3, 0.0), axis=1)  # [4, BK]
-        dm3 = G3 - m4[:, None, :]
-        span = tl.maximum(span, tl.max(tl.abs(dm3), axis=1))
-        e3 = _ex2(dm3, INTERP)
-        kr3 = tl.reshape(kbe, [4, 16, BK]) * e3
-        qr3 = tl.reshape(qs, [4, 16, BK]) * e3
-        C3 = tl.where(cmask, k64[None, :, :] * _ex2(m4[:, None, :] - G[None, :, :], INTERP), 0.0)
-        Ct = tl.permute(C3, (0, 2, 1))
-        A3 = _mmx(kr3, Ct, A3, "bf16", INTERP)
-        P3 = _mmx(qr3, Ct, P3, "bf16x3", INTERP)
-
-    if tl.max(span) > HALF_SPAN:
-        # some factor of the midpoint split left 2^(+-HALF_SPAN) (overflow or underflow, and NaN
-        # where they met): A and Aqk again, every pair split where both factors are <= 1
-        A3 = tl.zeros([4, 16, 64], tl.float32)
-        P3 = tl.zeros([4, 16, 64], tl.float32)
-        Ad = tl.zeros([4, 16, 16], tl.float32)
-        Pd = tl.zeros([4, 16, 16], tl.float32)
-        for ks in range(0, K, BK):
+            # e^(G_63) is row 63 of e^G (rows past T have g = 0)
+            tl.store(gc_p + ks + rk[None, :] + ri * 0, eG, mask=(ri == 63) & (rk[None, :] < BK))
             if TMA:
-                g64 = _live(tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]), live, VARLEN) * LOG2E
-                k64 = _live(tl.reshape(KD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32), live, VARLEN)
-                qs = _live(tl.reshape(QD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32), live, VARLEN) * scale
+                QGD.store([bh * TP + p0, ks], (qs * eG).to(tl.bfloat16))
             else:
-                g64 = _rows(g_p + ks, t0, tend, H * K, 64, BK) * LOG2E
-                k64 = _rows(k_p + ks, t0, tend, H * K, 64, BK)
-                qs = _rows(q_p + ks, t0, tend, H * K, 64, BK) * scale
-            G = _cum(Lc, tl.maximum(g64, GMIN), INTERP)
-            A3, P3, Ad, Pd = _pairs_by_halves(A3, P3, Ad, Pd, k64 * be[:, None], qs, k64, G, BK, INTERP)
+                _put(qg_out + o_row * K + ks, p0, K, qs * eG, 64, BK, INTERP)
+            Gd = tl.sum(tl.where(ri == 63, G, 0.0), axis=0)[None, :] - G
+            kd = k64 * _ex2(Gd, INTERP)
+            if TMA:
+                KDD.store([bh * TP + p0, ks], kd.to(tl.bfloat16))
+            else:
+                _put(kd_out + o_row * K + ks, p0, K, kd, 64, BK, INTERP)
+            G3 = tl.reshape(G, [4, 16, BK])
+            m4 = tl.sum(tl.where((r16 == 7)[None, :, None], G3, 0.0), axis=1)  # [4, BK]
+            dm3 = G3 - m4[:, None, :]
+            span = tl.maximum(span, tl.max(tl.abs(dm3), axis=1))
+            e3 = _ex2(dm3, INTERP)
+            kr3 = tl.reshape(kbe, [4, 16, BK]) * e3
+            qr3 = tl.reshape(qs, [4, 16, BK]) * e3
+            C3 = tl.where(cmask, k64[None, :, :] * _ex2(m4[:, None, :] - G[None, :, :], INTERP), 0.0)
+            Ct = tl.permute(C3, (0, 2, 1))
+            A3 = _mmx(kr3, Ct, A3, "bf16", INTERP)
+            P3 = _mmx(qr3, Ct, P3, "bf16x3", INTERP)
+
+    if STRONG:
         on_diag = i4[:, None, None, None] == i4[None, None, :, None]  # [4, 1, 4, 1]
         A3 += tl.reshape(tl.where(on_diag, Ad[:, :, None, :], 0.0), [4, 16, 64])
         P3 += tl.reshape(tl.where(on_diag, Pd[:, :, None, :], 0.0), [4, 16, 64])
+    else:
+        # some factor of the midpoint split left 2^(+-HALF_SPAN) (overflow or underflow, and NaN
+        # where they met): the STRONG kernel redoes this chunk
+        tl.store(flags + bh * NT + c, (tl.max(span) > HALF_SPAN).to(tl.int32))
     P = tl.reshape(P3, [64, 64])
     if TMA:
         AQD.store([bh * TP + p0, 0], tl.where(rj <= ri, P, 0.0).to(tl.bfloat16))
@@ -621,7 +623,8 @@ def _padded(q, k, v, g, beta, initial_state, cu_seqlens):
 
 
 def kda_prepare(q, k, v, g, beta, scale, cu_seqlens=None):
-    """The chunk-parallel part (_kda_intra). Returns the buffers the scan reads, as a dict."""
+    """The chunk-parallel part (_kda_intra, then the same with STRONG for the chunks whose gates
+    the midpoint split cannot take). Returns the buffers the scan reads, as a dict."""
     _check_shapes(q, k, v, g, beta)
     B, T, H, K = q.shape
     V = v.shape[-1]
@@ -655,12 +658,15 @@ def kda_prepare(q, k, v, g, beta, scale, cu_seqlens=None):
         )
     else:
         descs = (q,) * 8  # unused
-    _kda_intra[(NT, BH)](
-        q, k, g, beta, v, ctab, qg, kd, aqk, gc, w, u, *descs,
-        float(scale), T, H, NT, TP,
-        K=K, V=V, BK=bk, BW=bw, TMA=use_tma, VARLEN=varlen, INTERP=interp,
-        num_warps=CONFIG["prep_warps"], num_stages=CONFIG["intra_stages"], maxnreg=CONFIG["intra_nreg"] or None,
-    )  # fmt: skip
+    flags = torch.empty(BH * NT, device=dev, dtype=torch.int32)  # written by the first kernel
+    for strong in (False, True):
+        _kda_intra[(NT, BH)](
+            q, k, g, beta, v, ctab, qg, kd, aqk, gc, w, u, flags, *descs,
+            float(scale), T, H, NT, TP,
+            K=K, V=V, BK=bk, BW=bw, TMA=use_tma, VARLEN=varlen, STRONG=strong, INTERP=interp,
+            num_warps=CONFIG["prep_warps"], num_stages=CONFIG["intra_stages"],
+            maxnreg=CONFIG["intra_nreg"] or None,
+        )  # fmt: skip
     return dict(
         qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc, ctab=ctab, cseq=cseq,
         shape=(B, T, H, K, V), dtype=q.dtype, interp=interp,
