@@ -633,7 +633,8 @@ def _padded(q, k, v, g, beta, initial_state, cu_seqlens):
 def kda_prepare(q, k, v, g, beta, scale, cu_seqlens=None):
     """The chunk-parallel part (_kda_intra, then the same with STRONG for the chunks whose gates
     its fast form cannot take: a second launch whose other programs return at once). Returns the
-    buffers the scan reads, as a dict."""
+    buffers the scan reads, as a dict, and strong: [B * H * NT] int32, 1 for each chunk the STRONG
+    form did."""
     _check_shapes(q, k, v, g, beta)
     B, T, H, K = q.shape
     V = v.shape[-1]
@@ -677,7 +678,7 @@ def kda_prepare(q, k, v, g, beta, scale, cu_seqlens=None):
             maxnreg=CONFIG["intra_nreg"] or None,
         )  # fmt: skip
     return dict(
-        qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc, ctab=ctab, cseq=cseq,
+        qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc, ctab=ctab, cseq=cseq, strong=flags,
         shape=(B, T, H, K, V), dtype=q.dtype, interp=interp,
     )  # fmt: skip
 
