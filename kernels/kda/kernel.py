@@ -180,9 +180,11 @@ def _chunk_rows(c, ctab, T, VARLEN: tl.constexpr):
 # for their differences to keep float32's precision.
 GMIN = tl.constexpr(-150.0)
 # The fast form (the midpoint split, fp16 operands) is used while every factor 2^(G_i - m),
-# 2^(m - G_j) lies in 2^(+-FAST_SPAN): the operands |k| 2^8 and |scale q| 2^8 stay below fp16's
-# 65504 for |scale q| < 256, and a factor of 2^-8 or more keeps fp16's denormals (steps of 2^-24)
-# below 2^-17 of a product's scale. The gates of the task's mild inputs reach about 2^3.
+# 2^(m - G_j) lies in 2^(+-FAST_SPAN): the operands, at most |k| 2^8 and |scale q| 2^8, stay below
+# fp16's 65504 for |scale q| < 256 (past that, Aqk's sum is not finite and the chunk is flagged
+# too), and an operand that falls among fp16's denormals (steps of 2^-24) meets a factor of at
+# most 2^8 on the other side: at most 2^-17 |k| off per term, below bf16's rounding of a typical
+# term. The task's mild gates reach 2^2.3.
 FAST_SPAN = tl.constexpr(8.0)
 
 
