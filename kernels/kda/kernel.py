@@ -368,9 +368,6 @@ def _kda_intra(
     A = tl.reshape(_diag_inverse(A3, "fp16", INTERP), [64, 64])
     D = tl.where(ri // 16 == rj // 16, A, 0.0)
     Zf = _z_of(D, A - D, (ri == rj).to(tl.float32), "bf16", INTERP)
-    # u = beta v + Z (beta v) as beta v + (Z diag(beta)) v: v is exact in bf16, so the product
-    # rounds only Z diag(beta), once (beta v rounded to bf16 cost as much again)
-    Zb = _bf(Zf * be[None, :], INTERP)
     Z = _bf(Zf, INTERP)
     # w = kb + Z kb with kb read back: this program's own stores, ordered by the barrier
     tl.debug_barrier()
@@ -379,6 +376,10 @@ def _kda_intra(
         x = x.to(tl.float32)
         x = _mmx(Z, x, x, "bf16", INTERP)
         _put(w_out + o_row * K + ks, p0, K, x, 64, BW, INTERP)  # the same (generic) stores as kb's
+    # u = beta v + Z (beta v) as beta v + (Z diag(beta)) v: v is exact in bf16, so only Z diag(beta)
+    # is rounded (beta v rounded to bf16 cost more); made from the rounded Z here, after w's loop,
+    # Zf is no longer live there
+    Zb = _bf(Z.to(tl.float32) * be[None, :], INTERP)
     v_p = v + (b * T * H + h) * V
     for vs in range(0, V, BW):
         if TMA:
