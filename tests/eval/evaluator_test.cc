@@ -223,7 +223,7 @@ TEST(ParseResult, InvalidUtf8OnStdoutIsQuotedReplacedNotThrown) {
   EXPECT_FALSE(parse_result(out, &err).has_value());
   EXPECT_THAT(err, HasSubstr("stdout began: "));
   EXPECT_THAT(err, HasSubstr("me\xEF\xBF\xBDrics"));  // U+FFFD
-  ProcessResult p;
+  marathon::sandbox::LaunchResult p;
   p.started = true;
   p.exit_code = 0;
   p.out = out;

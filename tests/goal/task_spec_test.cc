@@ -162,8 +162,8 @@ TEST_F(TaskDir, IntegerLimitsMustBeWholeNumbersInRange) {
       {"max_tool_calls = 1e30", "must be written as an integer"},
       {"max_tool_calls = 9223372036854775807", "must be <= "},
       {"max_tool_calls = -1", "must be >= 0"},
-      {"max_tool_calls = nan", "must be a whole number"},
-      {"max_tokens = inf", "must be a whole number"},
+      {"max_tool_calls = nan", "must be a finite number"},
+      {"max_tokens = inf", "must be a finite number"},
   };
   for (const auto& [line, why] : cases) {
     std::string err = error_of(replace(kValid, "max_tool_calls = 50", line));
@@ -192,9 +192,9 @@ TEST_F(TaskDir, TargetThatIsNotFiniteIsRejected) {
 TEST_F(TaskDir, PriceThatIsNotFiniteIsRejected) {
   std::string err =
       error_of(std::string(kValid) + "\n[prices]\n\"a:b\" = { prompt = inf, completion = 1 }\n");
-  EXPECT_THAT(err, HasSubstr("[prices.a:b].prompt: must be finite"));
+  EXPECT_THAT(err, HasSubstr("[prices.a:b].prompt: must be a finite number"));
   err = error_of(std::string(kValid) + "\n[prices]\n\"a:b\" = { prompt = 1, completion = nan }\n");
-  EXPECT_THAT(err, HasSubstr("[prices.a:b].completion: must be a number"));
+  EXPECT_THAT(err, HasSubstr("[prices.a:b].completion: must be a finite number"));
 }
 
 // std::regex recurses once per character: a long name would overflow the stack
