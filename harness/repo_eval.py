@@ -177,7 +177,7 @@ class Tree:
                     self.changes[p] = "added"
                 elif not same_bytes(self.repo / p, self.candidate / p):
                     self.changes[p] = "changed"
-        for p, k in repo_entries.items():
+        for p in repo_entries:
             if editable.match(p) and p not in cand_entries:
                 self.changes[p] = "deleted"
 

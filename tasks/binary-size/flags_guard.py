@@ -24,8 +24,18 @@ ALLOWED = re.compile(
     )""",
     re.X,
 )
-DENIED = ("-fplugin", "-fprofile", "-fauto-profile", "-fcallgraph-info", "-fdump", "-Wl,-T",
-          "-Wl,--script", "-Wl,--dynamic-linker", "-Wl,-rpath", "-Wl,--version-script")
+DENIED = (
+    "-fplugin",
+    "-fprofile",
+    "-fauto-profile",
+    "-fcallgraph-info",
+    "-fdump",
+    "-Wl,-T",
+    "-Wl,--script",
+    "-Wl,--dynamic-linker",
+    "-Wl,-rpath",
+    "-Wl,--version-script",
+)
 
 
 def problems(text):

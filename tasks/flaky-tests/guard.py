@@ -32,9 +32,7 @@ def test_functions(tree):
             found[node.name] = node
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith(
-                    "test"
-                ):
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"):
                     found[f"{node.name}.{item.name}"] = item
     return found
 

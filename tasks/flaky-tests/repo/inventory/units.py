@@ -25,7 +25,7 @@ def format_quantity(amount, unit=None):
 
 
 def parse_quantity(text):
-    """"3 kg" -> (3, "kg"); "3" -> (3, the default unit)."""
+    """Parses "3 kg" into (3, "kg") and "3" into (3, the default unit)."""
     parts = text.split()
     if not parts or len(parts) > 2:
         raise ValueError(f"not a quantity: {text!r}")
