@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -53,6 +54,11 @@ class BuildDir {
                                   std::strerror(errno)));
     }
     path_ = tmpl;
+    // mkdtemp makes it private; the task folder gets the modes any new folder would.
+    mode_t mask = ::umask(0);
+    ::umask(mask);
+    std::error_code ec;
+    fs::permissions(path_, static_cast<fs::perms>(0777 & ~mask), ec);
   }
   ~BuildDir() {
     if (!kept_) {

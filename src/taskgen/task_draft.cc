@@ -83,6 +83,35 @@ bool test_folder(const std::string& name) {
   return names.count(name) > 0;
 }
 
+// `text` with each paragraph's lines broken at spaces to at most `width` characters.
+std::string wrapped(const std::string& text, size_t width) {
+  std::string out;
+  size_t col = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == '\n') {
+      out += '\n';
+      col = 0;
+      ++i;
+      continue;
+    }
+    size_t end = text.find_first_of(" \n", i);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(i, end - i);
+    if (col > 0 && col + 1 + word.size() > width) {
+      out += '\n';
+      col = 0;
+    } else if (col > 0) {
+      out += ' ';
+      ++col;
+    }
+    out += word;
+    col += word.size();
+    i = end < text.size() && text[end] == ' ' ? end + 1 : end;
+  }
+  return out;
+}
+
 bool test_file(const std::string& base) {
   for (const char* g :
        {"test_*", "*_test.*", "*_tests.*", "*.test.*", "*_spec.*", "*.spec.*", "conftest.py"}) {
@@ -236,7 +265,7 @@ std::string default_description(const TaskDraft& d) {
   }
   s += "\nRun the commands yourself in the workspace (the `run` tool) to see where the number "
        "comes from before changing anything.";
-  return s;
+  return wrapped(s, 99);
 }
 
 std::string toml_string(const std::string& s) {
@@ -267,6 +296,21 @@ std::string toml_string(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+std::string toml_multiline(const std::string& s) {
+  std::string out = "\"\"\"\n";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      out += fmt::format("\\u{:04X}", static_cast<unsigned>(c));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"\"\"";
 }
 
 namespace {
@@ -305,7 +349,7 @@ std::string render_task_toml(const TaskDraft& d) {
   s += "# The format: docs/tasks.md. evaluate.py is marathon's generic evaluator of repository\n";
   s += "# tasks (harness/repo_eval.py); it reads [files] and [rules] below.\n";
   s += "name = " + toml_string(d.name) + "\n";
-  s += "description = " + toml_string(d.description) + "\n";
+  s += "description = " + toml_multiline(d.description) + "\n";
   s += "needs_gpu = false\n\n";
   s += "[files]\n";
   s += fmt::format("starter_dir = {}  # the repository's committed files\n",

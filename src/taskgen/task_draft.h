@@ -82,8 +82,9 @@ std::string default_description(const TaskDraft& d);
 // The task.toml text (parsed back by goal/task_spec.h; the [rules] are read by the evaluator).
 std::string render_task_toml(const TaskDraft& d);
 
-// `s` as a TOML basic string, quotes included.
+// `s` as a TOML basic string, quotes included; as a multi-line basic string ("""...""").
 std::string toml_string(const std::string& s);
+std::string toml_multiline(const std::string& s);
 
 // The evaluator's timeout for a starter whose evaluation took `elapsed_s`: five times that plus a
 // minute, rounded up to 10 s, at most a day.

@@ -89,7 +89,7 @@ TEST(RenderTaskToml, ParsesBackToTheDraftedTask) {
   d.name = "speed";
   d.metric_name = "ms";
   d.direction = "max";
-  d.metric = R"(python3 -c "import sys; print(\"4\")" | tail -n 1)";
+  d.metric = R"x(python3 -c "import sys; print(\"4\")" | tail -n 1)x";
   d.check = "make test 'a b'\tx";
   d.starter = {"a.py", "tests/t.py", "weird \"name\".txt"};
   d.editable = {"*", "tests/*"};
@@ -138,6 +138,7 @@ TEST(DefaultDescription, SaysTheCommandsTheDirectionAndWhatMayChange) {
   d.editable = {"src/*"};
   d.protect = {"src/gen.c"};
   std::string s = default_description(d);
+  for (char& c : s) c = c == '\n' ? ' ' : c;  // wrapped at 99 columns
   for (const char* part : {"`sh size.sh`", "as low as possible", "`sh test.sh`", "src/*",
                            "src/gen.c", "rule violation"}) {
     EXPECT_NE(s.find(part), std::string::npos) << part << " in " << s;
