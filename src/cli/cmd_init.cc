@@ -313,8 +313,8 @@ int do_init(InitArgs a) {
              fmt::format(", one evaluation {:.1f} s, timeout {} s", o.elapsed_s, d.timeout_s));
     std::cout << fmt::format(
         "next: marathon eval {0}\n      marathon run {0} --model PROVIDER:MODEL   (an LLM "
-        "edits the files; docs/providers.md)\n",
-        r.task_dir);
+        "edits the files: {1}/providers.md; this task: {1}/tasks.md)\n",
+        r.task_dir, inst.docs_dir.string());
     return 0;
   } catch (const InitError& e) {
     spdlog::error("init: {}", e.what());
