@@ -42,8 +42,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11 with the backport installed
+    import tomli as tomllib
 
 SCHEMA_VERSION = 1
 TAIL_CHARS = 1500  # of a failed command's output, for the model
