@@ -31,7 +31,7 @@ std::vector<std::string> split_words(const std::string& text) {
 }
 
 std::vector<std::pair<std::string, long>> most_frequent(const std::vector<std::string>& words,
-                                                       size_t top) {
+                                                        size_t top) {
   std::map<std::string, long> counts;
   for (const std::string& w : words) ++counts[w];
   std::vector<std::pair<std::string, long>> ranked(counts.begin(), counts.end());

@@ -14,6 +14,6 @@ std::vector<std::string> split_words(const std::string& text);
 // The `top` most frequent words with their counts, most frequent first, ties in alphabetical
 // order. top == 0 means all of them.
 std::vector<std::pair<std::string, long>> most_frequent(const std::vector<std::string>& words,
-                                                       size_t top);
+                                                        size_t top);
 
 }  // namespace wordfreq
