@@ -58,6 +58,7 @@ format:
 lint: deps
 	$(VENV)/bin/clang-format --dry-run --Werror $$(git ls-files '*.cc' '*.h')
 	$(VENV)/bin/ruff check harness tasks kernels bench tests
+	$(VENV)/bin/ruff format --check harness tasks kernels bench tests
 
 clean:
 	rm -rf build build-fuzz
