@@ -33,5 +33,6 @@ void register_run(CLI::App& app);      // marathon run TASK_DIR ...; marathon re
 void register_goal(CLI::App& app);     // marathon goal set|edit|pause|resume|clear RUN_DIR [TEXT]
 void register_compact(CLI::App& app);  // marathon compact RUN_DIR
 void register_eval(CLI::App& app);     // marathon eval TASK_DIR [--candidate DIR] [--json]
+void register_init(CLI::App& app);     // marathon init TASK_DIR --repo PATH --metric CMD ...
 
 }  // namespace marathon::cli
