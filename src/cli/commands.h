@@ -34,5 +34,8 @@ void register_goal(CLI::App& app);     // marathon goal set|edit|pause|resume|cl
 void register_compact(CLI::App& app);  // marathon compact RUN_DIR
 void register_eval(CLI::App& app);     // marathon eval TASK_DIR [--candidate DIR] [--json]
 void register_init(CLI::App& app);     // marathon init TASK_DIR --repo PATH --metric CMD ...
+void register_serve(CLI::App& app);    // marathon serve [--runs DIR] [--port P] [--bind ADDR]
+void register_report(CLI::App& app);   // marathon report RUN_DIR -o FILE
+void register_runs(CLI::App& app);     // marathon runs [DIR] [--json]
 
 }  // namespace marathon::cli
