@@ -11,12 +11,9 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "context/compaction.h"
-#include "context/context_config.h"
 #include "core/event_store.h"
-#include "core/fold.h"
 #include "core/run_dir.h"
-#include "loop/run_tools.h"
+#include "loop/run_requests.h"
 
 namespace marathon::cli {
 namespace {
@@ -24,44 +21,18 @@ namespace {
 int do_compact(const std::string& run_dir, bool now) {
   RunDir dir = existing_run_dir(run_dir);
   auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kOpen);
-  std::vector<Event> events = store->read();
-  State s = fold(events);
-  if (!s.created) {
-    spdlog::error("{}: the log holds no run", store->path());
-    return 1;
-  }
-  if (now && !s.paused && !s.done) {
-    spdlog::error(
-        "{}: --now works on a stopped run only (this one is neither paused nor finished; if its "
-        "runner was killed, `marathon resume` it, or drop --now to have the runner compact)",
-        run_dir);
-    return 2;
-  }
-  if (s.pending_compaction_request == 0) {
-    NewEvent request;
-    request.type = ev::kCompactionRequested;
-    request.payload = {{"trigger", "manual"}};
-    Event e = store->append(request);
-    apply(s, e);
-    events.push_back(e);
+  CompactionAsked r = ask_compaction(*store, now, run_dir);
+  if (r.error != CompactionAsked::Error::kNone) {
+    spdlog::error("{}", r.message);
+    return r.error == CompactionAsked::Error::kNotStopped ? 2 : 1;
   }
   if (!now) {
+    const State& s = r.state;
     std::printf("compaction requested (seq %lld): the runner serves it at its next step%s\n",
-                static_cast<long long>(s.pending_compaction_request),
+                static_cast<long long>(r.request_seq),
                 s.paused || s.done ? " (the run is stopped: `marathon resume` it)" : "");
     return 0;
   }
-
-  context::ContextConfig cfg = context::ContextConfig::from_run_config(s.config);
-  json tools = make_run_tools(&s).openai_tools();
-  context::CompactionPlan plan =
-      context::plan_compaction(s, events, cfg, tools, context::Force::kManual);
-  context::ContextIO io;
-  io.append = [&](const NewEvent& e) { return store->append(e); };
-  io.put_blob = [&](const std::string& bytes) { return store->put_blob(bytes); };
-  io.get_blob = [&](const std::string& sha) { return store->get_blob(sha); };
-  context::CompactionResult r =
-      context::run_compaction(plan, s, events, cfg, /*summariser=*/nullptr, io, tools);
   std::printf("compaction (manual, now): %s, source %s, %lld -> %lld tokens (estimate)\n",
               r.outcome.c_str(), r.source.c_str(), static_cast<long long>(r.tokens_before),
               static_cast<long long>(r.tokens_after));

@@ -8,8 +8,8 @@
 
 #include "cli/commands.h"
 #include "core/event_store.h"
-#include "core/fold.h"
 #include "core/run_dir.h"
+#include "goal/goal_verbs.h"
 
 namespace marathon::cli {
 
@@ -18,31 +18,16 @@ namespace {
 int do_goal(const std::string& verb, const std::string& run_dir, const std::string& text) {
   RunDir dir = existing_run_dir(run_dir);
   auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kOpen);
-  State s = fold(store->read());
-  if (!s.created) {
-    spdlog::error("{}: the log holds no run", store->path());
+  GoalVerbResult r = apply_goal_verb(*store, verb, text);
+  if (r.error == GoalVerbResult::Error::kNeedsText) {
+    spdlog::error("{}: marathon goal {} RUN_DIR \"TEXT\"", r.message, verb);
+    return 2;
+  }
+  if (r.error != GoalVerbResult::Error::kNone) {
+    spdlog::error("{}", r.message);
     return 1;
   }
-  json p = {{"verb", verb}};
-  if (verb == "set" || verb == "edit") {
-    if (text.empty()) {
-      spdlog::error("goal {} needs the objective text: marathon goal {} RUN_DIR \"TEXT\"", verb,
-                    verb);
-      return 2;
-    }
-    p["objective"] = text;
-    p["status"] = verb == "set" ? "active" : s.goal.status;
-    if (verb == "set") p["progress"] = "";
-  } else if (verb == "pause") {
-    p["status"] = "paused";
-  } else if (verb == "resume") {
-    p["status"] = "active";
-  } else if (verb == "clear") {
-    p["status"] = "cleared";
-  }
-  if (!text.empty() && verb != "set" && verb != "edit") p["progress"] = text;
-  store->append({ev::kGoalChanged, p});
-  s = fold(store->read());
+  const State& s = r.state;
   std::printf("goal %s: %s\n  objective: %s\n", verb.c_str(), s.goal.status.c_str(),
               s.goal.objective.c_str());
   if (s.done) {
@@ -59,14 +44,13 @@ int do_goal(const std::string& verb, const std::string& run_dir, const std::stri
 void register_goal(CLI::App& app) {
   CLI::App* goal = app.add_subcommand("goal", "Change the goal of a running or stopped run");
   goal->require_subcommand(1);
-  for (const char* verb : {"set", "edit", "pause", "resume", "clear"}) {
+  for (const std::string& verb : goal_verb_names()) {
     auto run_dir = std::make_shared<std::string>();
     auto text = std::make_shared<std::string>();
     CLI::App* sub = goal->add_subcommand(verb, fmt::format("goal {}", verb));
     sub->add_option("RUN_DIR", *run_dir, "Run directory")->required();
     sub->add_option("TEXT", *text, "Objective (set, edit) or a note (pause, resume, clear)");
-    std::string v = verb;
-    sub->callback([v, run_dir, text] { exit_code = do_goal(v, *run_dir, *text); });
+    sub->callback([verb, run_dir, text] { exit_code = do_goal(verb, *run_dir, *text); });
   }
 }
 
