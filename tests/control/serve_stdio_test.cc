@@ -81,6 +81,26 @@ class Client {
 
 int64_t error_code(const json& reply) { return reply["error"].value("code", int64_t{0}); }
 
+// The last events of a run, one per line (for failure messages).
+std::string log_tail(const fs::path& run, size_t n = 12) {
+  std::vector<Event> events = mt::load_events(run);
+  std::string out = "\nlast events:\n";
+  for (size_t i = events.size() > n ? events.size() - n : 0; i < events.size(); ++i) {
+    out += std::to_string(events[i].seq) + " " + events[i].type + " " +
+           events[i].payload.dump().substr(0, 200) + "\n";
+  }
+  return out;
+}
+
+std::string last_notes(const Client& c, size_t n = 4) {
+  std::string out = "\nlast notifications:\n";
+  const auto& v = c.notifications;
+  for (size_t i = v.size() > n ? v.size() - n : 0; i < v.size(); ++i) {
+    out += v[i].dump().substr(0, 300) + "\n";
+  }
+  return out;
+}
+
 bool is_type(const json& record, const std::string& type, const std::string& reason = "") {
   return record["payload_type"] == type &&
          (reason.empty() || record["payload"].value("reason", "") == reason);
@@ -145,7 +165,7 @@ TEST(ServeStdio, DrivesALiveRunPauseEditResumeStopWithTheLogFollowedInOrder) {
   mt::Child runner2({MARATHON_BINARY, "resume", run.string(), "--quiet"}, {},
                     dir / "runner2.log");
   ASSERT_TRUE(c.wait_for_record([](const json& r) { return is_type(r, "tool.finished"); }, 60))
-      << mt::read_text(dir / "runner2.log");
+      << mt::read_text(dir / "runner2.log") << log_tail(run) << last_notes(c);
 
   json stop = c.request("run/stop", {{"reason", "the test is over"}});
   ASSERT_TRUE(stop.contains("result")) << stop.dump();
