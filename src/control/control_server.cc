@@ -106,8 +106,9 @@ class Server {
   }
 
   void line_too_long() {
-    out_.write(rpc::error_response(nullptr, static_cast<int>(ErrorCode::kParseError),
-                                   "parse error: the line is longer than the limit and was dropped"));
+    out_.write(
+        rpc::error_response(nullptr, static_cast<int>(ErrorCode::kParseError),
+                            "parse error: the line is longer than the limit and was dropped"));
   }
 
  private:
@@ -274,21 +275,25 @@ class Server {
     if (r.error == GoalVerbResult::Error::kNeedsText) {
       throw RpcError(ErrorCode::kInvalidParams, r.message);
     }
-    if (r.error != GoalVerbResult::Error::kNone) throw error(ControlError::kNotApplicable, r.message);
+    if (r.error != GoalVerbResult::Error::kNone)
+      throw error(ControlError::kNotApplicable, r.message);
     const State& s = r.state;
     return {{"record", record(r.event, run)},
             {"goal",
              {{"objective", s.goal.objective},
               {"status", s.goal.status},
               {"progress", s.goal.progress}}},
-            {"run_state", s.done ? "finished" : s.paused ? "paused" : "open"}};
+            {"run_state", s.done     ? "finished"
+                          : s.paused ? "paused"
+                                     : "open"}};
   }
 
   json compact(const json& p) {
     ServedRun& run = run_of(p);
     std::unique_ptr<EventStore> store = run.open_for_writing();
     CompactionAsked r = ask_compaction(*store, p.value("now", false), run.name);
-    if (r.error != CompactionAsked::Error::kNone) throw error(ControlError::kNotApplicable, r.message);
+    if (r.error != CompactionAsked::Error::kNone)
+      throw error(ControlError::kNotApplicable, r.message);
     json out = {{"request_seq", r.request_seq}, {"appended", r.appended}, {"ran", r.ran}};
     if (r.ran) {
       out["outcome"] = r.outcome;
@@ -322,17 +327,17 @@ class Server {
         try {
           int64_t sent = 0;
           sub.run->read_store().for_each(sub.next_seq, [&](const Event& e) {
-            out_.write(rpc::notification(
-                "log/event",
-                {{"subscription", sub.id}, {"run", sub.run->name}, {"record", record(e, *sub.run)}}));
+            out_.write(rpc::notification("log/event", {{"subscription", sub.id},
+                                                       {"run", sub.run->name},
+                                                       {"record", record(e, *sub.run)}}));
             sub.next_seq = e.seq + 1;
             return ++sent < kMaxEventsPerPoll;
           });
           ++it;
         } catch (const std::exception& e) {
-          out_.write(rpc::notification("log/ended", {{"subscription", sub.id},
-                                                     {"run", sub.run->name},
-                                                     {"reason", e.what()}}));
+          out_.write(rpc::notification(
+              "log/ended",
+              {{"subscription", sub.id}, {"run", sub.run->name}, {"reason", e.what()}}));
           it = subs_.erase(it);
         }
       }

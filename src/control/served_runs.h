@@ -9,20 +9,20 @@
 #include <string>
 #include <vector>
 
-#include "core/event_store.h"
 #include "core/event.h"
+#include "core/event_store.h"
 
 namespace marathon::control {
 
 struct ServedRun {
-  std::string name;             // as given on the command line
-  std::filesystem::path dir;    // absolute
-  std::string run_id;           // from the log's meta (empty: none yet)
+  std::string name;                    // as given on the command line
+  std::filesystem::path dir;           // absolute
+  std::string run_id;                  // from the log's meta (empty: none yet)
   std::unique_ptr<EventStore> reader;  // opened on first use
 
-  EventStore& read_store();     // throws StoreError naming the file
+  EventStore& read_store();                              // throws StoreError naming the file
   std::unique_ptr<EventStore> open_for_writing() const;  // throws StoreError
-  json describe();              // the run/list entry
+  json describe();                                       // the run/list entry
 };
 
 class ServedRuns {

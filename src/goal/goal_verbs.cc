@@ -38,8 +38,8 @@ GoalVerbResult apply_goal_verb(EventStore& store, const std::string& verb,
   GoalVerbResult r;
   if (!is_goal_verb(verb)) {
     r.error = GoalVerbResult::Error::kUnknownVerb;
-    r.message = fmt::format("unknown goal verb \"{}\"; the verbs are set, edit, pause, resume, clear",
-                            verb);
+    r.message = fmt::format(
+        "unknown goal verb \"{}\"; the verbs are set, edit, pause, resume, clear", verb);
     return r;
   }
   State s = load_state(store);

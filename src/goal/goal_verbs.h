@@ -31,7 +31,6 @@ struct GoalVerbResult {
 json goal_changed_payload(const std::string& verb, const std::string& text, const GoalState& goal);
 
 // Appends the verb's goal.changed to `store` (a created run's log, opened for writing).
-GoalVerbResult apply_goal_verb(EventStore& store, const std::string& verb,
-                               const std::string& text);
+GoalVerbResult apply_goal_verb(EventStore& store, const std::string& verb, const std::string& text);
 
 }  // namespace marathon

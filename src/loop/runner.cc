@@ -105,7 +105,7 @@ void Runner::note_stop_request(const Event& e) {
   if (e.type == ev::kRunStopRequested) {
     auto reason = e.payload.find("reason");
     stop_requested_ = reason != e.payload.end() && reason->is_string() ? reason->get<std::string>()
-                                                                        : std::string();
+                                                                       : std::string();
   } else if (e.type == ev::kRunResumed) {
     stop_requested_.reset();  // asked of an earlier session
   }
@@ -157,9 +157,9 @@ std::optional<RunReport> Runner::check_stops() {
     return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
   }
   if (stop_requested_) {
-    return pause("stopped", fmt::format("stopped on request ({}); `marathon resume` carries on",
-                                        stop_requested_->empty() ? "no reason given"
-                                                                 : *stop_requested_));
+    return pause("stopped",
+                 fmt::format("stopped on request ({}); `marathon resume` carries on",
+                             stop_requested_->empty() ? "no reason given" : *stop_requested_));
   }
   if (state_.goal.status == "paused") {
     return pause("goal_paused",
@@ -212,7 +212,6 @@ std::string Runner::effective_tool_error(const LoggedToolCall& call, json* args)
   }
   return "";
 }
-
 
 Runner::PreparedCall Runner::prepare_call(const LoggedToolCall& call, int64_t turn) {
   PreparedCall p;

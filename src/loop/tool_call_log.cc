@@ -54,8 +54,8 @@ std::vector<NewEvent> with_effects(NewEvent finished, const Event& started, Tool
 namespace {
 
 // Appends `batch`, folding into *state whatever others appended before it and then the batch.
-std::vector<Event> append_folded(EventStore& store, State* state, const std::vector<NewEvent>& batch,
-                                 std::vector<Event>* all) {
+std::vector<Event> append_folded(EventStore& store, State* state,
+                                 const std::vector<NewEvent>& batch, std::vector<Event>* all) {
   std::vector<Event> stored = store.append_batch(batch);
   if (!stored.empty() && stored.front().seq > state->last_seq + 1) {
     for (const Event& e : store.read(state->last_seq + 1, stored.front().seq - 1)) apply(*state, e);

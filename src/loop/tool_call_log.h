@@ -28,9 +28,9 @@ std::vector<NewEvent> with_effects(NewEvent finished, const Event& started, Tool
 
 // A call made outside the model loop.
 struct DirectCall {
-  std::string call_id;     // unique in the run
-  std::string name;        // a tool of the registry
-  json arguments;          // checked against the tool's schema before anything is logged
+  std::string call_id;          // unique in the run
+  std::string name;             // a tool of the registry
+  json arguments;               // checked against the tool's schema before anything is logged
   json extra = json::object();  // added to the tool.started payload (e.g. {"source": "mcp"})
 };
 

@@ -80,9 +80,9 @@ HarnessRun::HarnessRun(const HarnessOptions& o) {
                                          task_dir));
         }
         if (s.done) {
-          throw HarnessError(fmt::format(
-              "{}: the run has finished ({}); give a new --run-dir (or fork this one)",
-              run_dir_.string(), s.finish_reason));
+          throw HarnessError(
+              fmt::format("{}: the run has finished ({}); give a new --run-dir (or fork this one)",
+                          run_dir_.string(), s.finish_reason));
         }
       }
       store_ = reopen_run(run_dir_, &state_);
@@ -269,7 +269,9 @@ ToolOutcome HarnessRun::status() {
       "run {} ({}): {}\ngoal [{}]: {} ({} {}, target {})\nbest {}{}, baseline {}\n"
       "evaluations {} ({} executed), tool calls {} of {}",
       st.run_id, s["run_dir"].get<std::string>(),
-      st.done ? "finished (" + st.finish_reason + ")" : st.paused ? "paused" : "open",
+      st.done     ? "finished (" + st.finish_reason + ")"
+      : st.paused ? "paused"
+                  : "open",
       st.goal.status, st.goal.objective.substr(0, 200), st.goal.metric, st.goal.direction,
       num(st.goal.target), num(st.best_score),
       st.best_candidate.empty() ? "" : " (candidate " + st.best_candidate.substr(0, 12) + ")",
@@ -283,19 +285,20 @@ ToolOutcome HarnessRun::ledger() {
   context::LedgerViewOptions v;
   v.direction = state_.goal.direction;
   std::string text = context::render_ledger_view(state_.ledger, v);
-  return {false, text.empty() ? "the ledger is empty" : text,
-          {{"entries", to_json(state_)["ledger"]}}};
+  return {
+      false, text.empty() ? "the ledger is empty" : text, {{"entries", to_json(state_)["ledger"]}}};
 }
 
 ToolOutcome HarnessRun::best() {
   sync();
-  json s = {{"metric", state_.goal.metric},
-            {"direction", state_.goal.direction},
-            {"best_score", state_.best_score ? json(*state_.best_score) : json(nullptr)},
-            {"best_candidate",
-             state_.best_candidate.empty() ? json(nullptr) : json(state_.best_candidate)},
-            {"baseline_score", state_.baseline_score ? json(*state_.baseline_score) : json(nullptr)},
-            {"files", best_files()}};
+  json s = {
+      {"metric", state_.goal.metric},
+      {"direction", state_.goal.direction},
+      {"best_score", state_.best_score ? json(*state_.best_score) : json(nullptr)},
+      {"best_candidate",
+       state_.best_candidate.empty() ? json(nullptr) : json(state_.best_candidate)},
+      {"baseline_score", state_.baseline_score ? json(*state_.baseline_score) : json(nullptr)},
+      {"files", best_files()}};
   if (!state_.best_score) return {false, "no correct evaluation yet", s};
   std::string text = fmt::format("best {} {} (candidate {}); files:", state_.goal.metric,
                                  num(state_.best_score), state_.best_candidate);
@@ -329,12 +332,14 @@ std::map<std::string, std::string> HarnessRun::best_files() const {
 
 std::string HarnessRun::task_text() const {
   json editable = task_.editable, starter = task_.starter;
-  std::string out = fmt::format("# Task {}\n\n{}\n\n## Contract\n\n", task_.name, task_.description);
+  std::string out =
+      fmt::format("# Task {}\n\n{}\n\n## Contract\n\n", task_.name, task_.description);
   out += fmt::format("- metric: {} ({} is better){}\n", task_.goal.metric,
                      task_.goal.direction == "min" ? "lower" : "higher",
                      task_.goal.target ? fmt::format(", target {:.6g}", *task_.goal.target) : "");
-  out += fmt::format("- editable files: {}\n- starter files: {} (resources marathon://starter/...)\n",
-                     editable.dump(), starter.dump());
+  out +=
+      fmt::format("- editable files: {}\n- starter files: {} (resources marathon://starter/...)\n",
+                  editable.dump(), starter.dump());
   out += fmt::format("- runs on: {}\n", task_.needs_gpu ? "a GPU" : "the CPU");
   if (!task_.rules.empty()) out += "- rules: " + task_.rules.dump() + "\n";
   out +=

@@ -88,8 +88,9 @@ class Server {
   }
 
   void line_too_long() {
-    out_.write(rpc::error_response(nullptr, static_cast<int>(ErrorCode::kParseError),
-                                   "parse error: the line is longer than the limit and was dropped"));
+    out_.write(
+        rpc::error_response(nullptr, static_cast<int>(ErrorCode::kParseError),
+                            "parse error: the line is longer than the limit and was dropped"));
   }
 
  private:
@@ -173,7 +174,8 @@ class Server {
     if (initialized_) throw RpcError(ErrorCode::kInvalidRequest, "initialize was already done");
     auto v = p.find("protocolVersion");
     if (v == p.end() || !v->is_string()) {
-      throw RpcError(ErrorCode::kInvalidParams, "initialize needs params.protocolVersion (a string)",
+      throw RpcError(ErrorCode::kInvalidParams,
+                     "initialize needs params.protocolVersion (a string)",
                      json{{"supported", kProtocolVersions}});
     }
     std::string version = kProtocolVersions.front();
@@ -182,17 +184,18 @@ class Server {
     }
     initialized_ = true;
     const TaskSpec& task = run_.task();
-    return {{"protocolVersion", version},
-            {"capabilities",
-             {{"tools", {{"listChanged", false}}},
-              {"resources", {{"subscribe", false}, {"listChanged", true}}}}},
-            {"serverInfo", {{"name", "marathon"}, {"title", "marathon harness"}, {"version", "0.1.0"}}},
-            {"instructions",
-             fmt::format("marathon harness for task {} (run {}). Read the resource {} for the task, "
-                         "change the editable files and call `evaluate` with them; every call is "
-                         "logged in the run, evaluations are cached, the task's rules are "
-                         "enforced by its evaluator.",
-                         task.name, run_.run_dir().string(), kTaskUri)}};
+    return {
+        {"protocolVersion", version},
+        {"capabilities",
+         {{"tools", {{"listChanged", false}}},
+          {"resources", {{"subscribe", false}, {"listChanged", true}}}}},
+        {"serverInfo", {{"name", "marathon"}, {"title", "marathon harness"}, {"version", "0.1.0"}}},
+        {"instructions",
+         fmt::format("marathon harness for task {} (run {}). Read the resource {} for the task, "
+                     "change the editable files and call `evaluate` with them; every call is "
+                     "logged in the run, evaluations are cached, the task's rules are "
+                     "enforced by its evaluator.",
+                     task.name, run_.run_dir().string(), kTaskUri)}};
   }
 
   void progress(const json& token, double done, const std::string& message) {
@@ -211,7 +214,8 @@ class Server {
     if (!tool) {
       json names = json::array();
       for (const McpTool& t : mcp_tools()) names.push_back(t.name);
-      throw RpcError(ErrorCode::kInvalidParams, fmt::format("unknown tool \"{}\"", name->get<std::string>()),
+      throw RpcError(ErrorCode::kInvalidParams,
+                     fmt::format("unknown tool \"{}\"", name->get<std::string>()),
                      json{{"tools", names}});
     }
     json args = p.contains("arguments") ? p["arguments"] : json::object();
@@ -270,8 +274,8 @@ class Server {
       return json{{"contents", json::array({{{"uri", uri}, {"mimeType", mime}, {"text", text}}})}};
     };
     if (uri == kTaskUri) return contents("text/markdown", run_.task_text());
-    for (const auto& [prefix, files] :
-         {std::pair{kStarterPrefix, run_.starter_files()}, std::pair{kBestPrefix, run_.best_files()}}) {
+    for (const auto& [prefix, files] : {std::pair{kStarterPrefix, run_.starter_files()},
+                                        std::pair{kBestPrefix, run_.best_files()}}) {
       std::string pre = prefix;
       if (uri.rfind(pre, 0) != 0) continue;
       auto f = files.find(uri.substr(pre.size()));
@@ -289,7 +293,8 @@ class Server {
       std::lock_guard<std::mutex> lock(mu_);
       ready = client_ready_;
     }
-    if (ready) out_.write(rpc::notification("notifications/resources/list_changed", json::object()));
+    if (ready)
+      out_.write(rpc::notification("notifications/resources/list_changed", json::object()));
   }
 
   HarnessRun& run_;

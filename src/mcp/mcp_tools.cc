@@ -24,7 +24,8 @@ std::vector<McpTool> make_tools() {
                         profile = make_profile_tool();
   std::vector<McpTool> t;
   t.push_back(
-      {"evaluate", "Evaluate a candidate",
+      {"evaluate",
+       "Evaluate a candidate",
        "Write the given editable files into the run's workspace (path -> full content; files not "
        "given stay as they are) and run the task's evaluator on the workspace: correctness on "
        "fresh inputs, the score (the goal metric), rule violations (a candidate that breaks the "
@@ -39,7 +40,8 @@ std::vector<McpTool> make_tools() {
             {"additionalProperties", {{"type", "string"}}}}},
           {"strategy", {{"type", "string"}, {"description", "what this candidate tries"}}}}},
         {"additionalProperties", false}},
-       annotations(false, false, true), true,
+       annotations(false, false, true),
+       true,
        [](HarnessRun& h, const json& a) {
          return h.evaluate(a.value("files", json::object()), a.value("strategy", ""));
        }});
@@ -96,8 +98,8 @@ const McpTool* find_mcp_tool(const std::string& name) {
 json call_result(const ToolOutcome& o) {
   json content = json::array();
   content.push_back({{"type", "text"}, {"text", o.text}});
-  content.push_back(
-      {{"type", "text"}, {"text", o.structured.dump(-1, ' ', false, json::error_handler_t::replace)}});
+  content.push_back({{"type", "text"},
+                     {"text", o.structured.dump(-1, ' ', false, json::error_handler_t::replace)}});
   return {{"content", content}, {"structuredContent", o.structured}, {"isError", o.is_error}};
 }
 

@@ -21,7 +21,8 @@ Parsed parse_entry(const json& j) {
   if (version == j.end() || *version != "2.0") {
     return invalid(id, "\"jsonrpc\" must be \"2.0\"");
   }
-  if (has_id && !valid_id(j["id"])) return invalid(nullptr, "\"id\" must be a string, number or null");
+  if (has_id && !valid_id(j["id"]))
+    return invalid(nullptr, "\"id\" must be a string, number or null");
   Message m;
   auto method = j.find("method");
   if (method == j.end()) {

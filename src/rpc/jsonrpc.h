@@ -67,7 +67,8 @@ struct ParsedLine {
 ParsedLine parse_line(std::string_view line);
 
 json response(const json& id, json result);
-json error_response(const json& id, int code, const std::string& message, const json& data = nullptr);
+json error_response(const json& id, int code, const std::string& message,
+                    const json& data = nullptr);
 json error_response(const json& id, const RpcError& e);
 json notification(const std::string& method, json params);
 

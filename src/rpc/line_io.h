@@ -17,7 +17,7 @@ class LineReader {
   explicit LineReader(int fd, size_t max_bytes = 16u << 20) : fd_(fd), max_(max_bytes) {}
 
   struct Line {
-    std::string text;     // without the newline (and without a trailing '\r')
+    std::string text;       // without the newline (and without a trailing '\r')
     bool too_long = false;  // the line was dropped: text is empty
   };
   // The next line; nullopt at end of input (a last line without a newline is still returned) or

@@ -147,8 +147,8 @@ TEST(ServeStdio, DrivesALiveRunPauseEditResumeStopWithTheLogFollowedInOrder) {
   json paused = c.request("goal/pause", {{"note", "hold on"}});
   ASSERT_TRUE(paused.contains("result")) << paused.dump();
   EXPECT_EQ(paused["result"]["record"]["payload_type"], "goal.changed");
-  ASSERT_TRUE(c.wait_for_record([](const json& r) { return is_type(r, "run.paused", "goal_paused"); },
-                                60))
+  ASSERT_TRUE(
+      c.wait_for_record([](const json& r) { return is_type(r, "run.paused", "goal_paused"); }, 60))
       << "the runner did not pause on goal/pause";
   std::optional<int> rc = runner.wait_for(60);
   ASSERT_TRUE(rc) << "the paused runner did not exit";
@@ -162,16 +162,15 @@ TEST(ServeStdio, DrivesALiveRunPauseEditResumeStopWithTheLogFollowedInOrder) {
   EXPECT_EQ(resumed["result"]["run_state"], "paused");
 
   size_t requests_before = model.request_count();
-  mt::Child runner2({MARATHON_BINARY, "resume", run.string(), "--quiet"}, {},
-                    dir / "runner2.log");
+  mt::Child runner2({MARATHON_BINARY, "resume", run.string(), "--quiet"}, {}, dir / "runner2.log");
   ASSERT_TRUE(c.wait_for_record([](const json& r) { return is_type(r, "tool.finished"); }, 60))
       << mt::read_text(dir / "runner2.log") << log_tail(run) << last_notes(c);
 
   json stop = c.request("run/stop", {{"reason", "the test is over"}});
   ASSERT_TRUE(stop.contains("result")) << stop.dump();
   EXPECT_EQ(stop["result"]["record"]["payload_type"], "run.stop_requested");
-  ASSERT_TRUE(c.wait_for_record([](const json& r) { return is_type(r, "run.paused", "stopped"); },
-                                60))
+  ASSERT_TRUE(
+      c.wait_for_record([](const json& r) { return is_type(r, "run.paused", "stopped"); }, 60))
       << "the runner did not stop on run/stop";
   rc = runner2.wait_for(60);
   ASSERT_TRUE(rc) << "the stopped runner did not exit";
@@ -210,10 +209,10 @@ TEST(ServeStdio, DrivesALiveRunPauseEditResumeStopWithTheLogFollowedInOrder) {
     if (t == "run.paused") story.push_back(t + ":" + r["payload"].value("reason", ""));
     if (t == "run.resumed" || t == "run.stop_requested") story.push_back(t);
   }
-  EXPECT_THAT(story, ::testing::ElementsAre("goal.changed:pause", "run.paused:goal_paused",
-                                            "goal.changed:edit", "goal.changed:resume",
-                                            "run.resumed", "run.stop_requested",
-                                            "run.paused:stopped"));
+  EXPECT_THAT(story,
+              ::testing::ElementsAre("goal.changed:pause", "run.paused:goal_paused",
+                                     "goal.changed:edit", "goal.changed:resume", "run.resumed",
+                                     "run.stop_requested", "run.paused:stopped"));
 }
 
 class ServeStdioBadInput : public ::testing::Test {

@@ -174,12 +174,144 @@ def test_a_second_session_carries_on_the_same_run(session):
     async def again():
         async with stdio_client(server(run_dir)) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
-            r = await s.call_tool(
-                "evaluate", {"files": {"kernel.cc": WRONG_KERNEL}, "strategy": "the wrong one again"}
-            )
+            r = await s.call_tool("evaluate", {"files": {"kernel.cc": WRONG_KERNEL}, "strategy": "the wrong one again"})
             return r.structuredContent["evaluation"], (await s.call_tool("status", {})).structuredContent
 
     ev, status = anyio.run(again)
     assert ev["cached"] is True, "the cache is the run's: a new session does not pay again"
     assert status["evaluations_executed"] == 2
     assert status["run_id"] == seen["status"]["run_id"]
+
+
+class RawClient:
+    """The wire itself, for what the SDK does not let a test do on purpose: bad lines, requests
+    before initialize, cancelling a request at a chosen moment."""
+
+    def __init__(self, run_dir: Path):
+        self.proc = subprocess.Popen(
+            [str(BINARY), "mcp", "--task", str(TASK), "--run-dir", str(run_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.messages = []
+
+    def send(self, obj) -> None:
+        self.proc.stdin.write((obj if isinstance(obj, str) else json.dumps(obj)) + "\n")
+        self.proc.stdin.flush()
+
+    def read(self) -> dict:
+        line = self.proc.stdout.readline()
+        assert line, "the server closed its output"
+        msg = json.loads(line)
+        self.messages.append(msg)
+        return msg
+
+    def until_id(self, id_) -> dict:
+        while True:
+            msg = self.read()
+            if msg.get("id") == id_ and "method" not in msg:
+                return msg
+
+    def close(self) -> int:
+        self.proc.stdin.close()
+        rest = self.proc.stdout.read()
+        self.messages += [json.loads(x) for x in rest.splitlines() if x.strip()]
+        return self.proc.wait(timeout=60)
+
+
+def initialize(c: RawClient) -> None:
+    c.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}})
+    assert c.until_id(0)["result"]["protocolVersion"] == "2025-06-18"
+    c.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def test_bad_input_gets_errors_and_a_closed_input_ends_the_session(tmp_path):
+    run_dir = tmp_path / "run"
+    c = RawClient(run_dir)
+    c.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert c.until_id(1)["error"]["code"] == -32001, "tools/list before initialize"
+    c.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert c.until_id(2)["result"] == {}, "ping works at any time"
+    initialize(c)
+    c.send("{not json")
+    assert c.read()["error"]["code"] == -32700
+    c.send('[{"jsonrpc":"2.0","id":3,"method":"ping"}]')
+    assert c.read()["error"]["code"] == -32600, "no batches since MCP 2025-06-18"
+    c.send({"jsonrpc": "2.0", "id": 4, "method": "sampling/whatever"})
+    assert c.until_id(4)["error"]["code"] == -32601
+    c.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "rm_rf"}})
+    assert c.until_id(5)["error"]["code"] == -32602
+    c.send({"jsonrpc": "2.0", "id": 6, "method": "resources/read", "params": {"uri": "file:///etc/passwd"}})
+    assert c.until_id(6)["error"]["code"] == -32002
+    c.send({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}})
+    assert c.until_id(7)["error"]["code"] == -32600, "initialize twice"
+    c.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 8,
+            "method": "tools/call",
+            "params": {"name": "evaluate", "arguments": {"files": {"kernel.cc": 3}}},
+        }
+    )
+    r = c.until_id(8)["result"]
+    assert r["isError"] and "kernel.cc" in r["content"][0]["text"]
+    c.send(
+        '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"note","arguments":{"kind":"finding","text":"cut'
+    )
+    assert c.close() == 0
+    assert c.messages[-1]["error"]["code"] == -32700, "a message cut short by the end of input is not run"
+    types = [e["type"] for e in log_events(run_dir)]
+    assert "tool.started" not in types, "nothing above ran a tool"
+    assert types[-1] == "run.paused"
+
+
+def test_progress_and_cancellation(tmp_path):
+    if not shutil.which("g++"):
+        pytest.skip("the cpu-matmul evaluator needs g++")
+    run_dir = tmp_path / "run"
+    c = RawClient(run_dir)
+    initialize(c)
+    starter = (TASK / "starter" / "kernel.cc").read_text()
+    c.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "eval",
+            "method": "tools/call",
+            "params": {
+                "name": "evaluate",
+                "arguments": {"files": {"kernel.cc": starter}},
+                "_meta": {"progressToken": "p1"},
+            },
+        }
+    )
+    first = c.read()
+    assert first["method"] == "notifications/progress" and first["params"]["progressToken"] == "p1"
+    # While the evaluation runs: a note waits behind it and is cancelled, so it never runs; the
+    # evaluation itself is cancelled too, so its response is not sent (it finishes and is logged).
+    c.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "note",
+            "method": "tools/call",
+            "params": {"name": "note", "arguments": {"kind": "finding", "text": "never"}},
+        }
+    )
+    c.send(
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": "note", "reason": "changed my mind"},
+        }
+    )
+    c.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "eval"}})
+    c.send({"jsonrpc": "2.0", "id": "after", "method": "tools/call", "params": {"name": "status", "arguments": {}}})
+    status = c.until_id("after")["result"]["structuredContent"]
+    assert c.close() == 0
+    assert not [m for m in c.messages if m.get("id") in ("eval", "note") and "method" not in m]
+    assert [m["params"]["progress"] for m in c.messages if m.get("method") == "notifications/progress"] == [0, 1]
+    assert status["evaluations_executed"] == 1, "the running evaluation finished and was counted"
+    events = log_events(run_dir)
+    assert [e["payload"]["cached"] for e in events if e["type"] == "eval.finished"] == [False]
+    assert not [e for e in events if e["type"] == "ledger.noted"], "the cancelled note ran"

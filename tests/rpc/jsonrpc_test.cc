@@ -1,11 +1,12 @@
 // JSON-RPC 2.0 parsing and the line transport: every malformed message is an error object with the
 // right code and id, never an exception; lines are cut at newlines and bounded in length.
+#include "rpc/jsonrpc.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <thread>
 
-#include "rpc/jsonrpc.h"
 #include "rpc/line_io.h"
 
 namespace marathon::rpc {
@@ -52,7 +53,8 @@ TEST(JsonRpc, MalformedMessagesGetTheirCodeAndTheirIdWhenItCanBeRead) {
 }
 
 TEST(JsonRpc, ABatchIsOneEntryPerElement) {
-  ParsedLine p = parse_line(R"([{"jsonrpc":"2.0","id":1,"method":"a"},2,{"jsonrpc":"2.0","method":"n"}])");
+  ParsedLine p =
+      parse_line(R"([{"jsonrpc":"2.0","id":1,"method":"a"},2,{"jsonrpc":"2.0","method":"n"}])");
   EXPECT_TRUE(p.batch);
   ASSERT_EQ(p.entries.size(), 3u);
   EXPECT_TRUE(p.entries[0].message);
