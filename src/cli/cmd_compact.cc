@@ -1,36 +1,26 @@
-// marathon compact RUN_DIR [--now]: asks for a compaction by hand.
-//
-// Without --now it appends compaction.requested{trigger: manual}; the runner serves it at its next
-// step (a running run) or when the run is resumed (a stopped one), with a model-written summary and
-// the usual fallback. With --now, on a stopped run only (paused or finished), it compacts at once:
-// old tool outputs elided and a structural summary built by the runtime from the log (no model
-// call: this command has no model). Both record trigger "manual".
+// marathon compact RUN_DIR [--now]: asks for a compaction by hand (control/compact_verb.h).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <memory>
 
 #include "cli/commands.h"
-#include "core/event_store.h"
-#include "core/run_dir.h"
-#include "loop/run_requests.h"
+#include "control/compact_verb.h"
 
 namespace marathon::cli {
 namespace {
 
 int do_compact(const std::string& run_dir, bool now) {
-  RunDir dir = existing_run_dir(run_dir);
-  auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kOpen);
-  CompactionAsked r = ask_compaction(*store, now, run_dir);
-  if (r.error != CompactionAsked::Error::kNone) {
+  control::CompactResult r = control::compact_run(run_dir, now);
+  if (r.status != control::VerbStatus::kDone) {
     spdlog::error("{}", r.message);
-    return r.error == CompactionAsked::Error::kNotStopped ? 2 : 1;
+    return control::exit_code_of(r.status);
   }
   if (!now) {
-    const State& s = r.state;
-    std::printf("compaction requested (seq %lld): the runner serves it at its next step%s\n",
-                static_cast<long long>(r.request_seq),
-                s.paused || s.done ? " (the run is stopped: `marathon resume` it)" : "");
+    std::printf(
+        "compaction requested (seq %lld): the runner serves it at its next step%s\n",
+        static_cast<long long>(r.seq),
+        r.state.paused || r.state.done ? " (the run is stopped: `marathon resume` it)" : "");
     return 0;
   }
   std::printf("compaction (manual, now): %s, source %s, %lld -> %lld tokens (estimate)\n",

@@ -1,34 +1,25 @@
 // marathon goal set|edit|pause|resume|clear RUN_DIR [TEXT]: appends goal.changed to a run's log,
-// running or stopped. A running runner notices it at its next step (it re-reads the log); SQLite's
-// WAL lets this process write while the runner does.
+// running or stopped (control/goal_verb.h).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <memory>
 
 #include "cli/commands.h"
-#include "core/event_store.h"
-#include "core/run_dir.h"
-#include "goal/goal_verbs.h"
+#include "control/goal_verb.h"
 
 namespace marathon::cli {
 
 namespace {
 
-int do_goal(const std::string& verb, const std::string& run_dir, const std::string& text) {
-  RunDir dir = existing_run_dir(run_dir);
-  auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kOpen);
-  GoalVerbResult r = apply_goal_verb(*store, verb, text);
-  if (r.error == GoalVerbResult::Error::kNeedsText) {
-    spdlog::error("{}: marathon goal {} RUN_DIR \"TEXT\"", r.message, verb);
-    return 2;
-  }
-  if (r.error != GoalVerbResult::Error::kNone) {
+int do_goal(control::GoalVerb verb, const std::string& run_dir, const std::string& text) {
+  control::VerbResult r = control::change_goal(run_dir, verb, text);
+  if (r.status != control::VerbStatus::kDone) {
     spdlog::error("{}", r.message);
-    return 1;
+    return control::exit_code_of(r.status);
   }
   const State& s = r.state;
-  std::printf("goal %s: %s\n  objective: %s\n", verb.c_str(), s.goal.status.c_str(),
+  std::printf("goal %s: %s\n  objective: %s\n", control::to_string(verb), s.goal.status.c_str(),
               s.goal.objective.c_str());
   if (s.done) {
     std::printf("  note: the run has finished (%s); the change is recorded only\n",
@@ -44,10 +35,11 @@ int do_goal(const std::string& verb, const std::string& run_dir, const std::stri
 void register_goal(CLI::App& app) {
   CLI::App* goal = app.add_subcommand("goal", "Change the goal of a running or stopped run");
   goal->require_subcommand(1);
-  for (const std::string& verb : goal_verb_names()) {
+  for (control::GoalVerb verb : control::kGoalVerbs) {
     auto run_dir = std::make_shared<std::string>();
     auto text = std::make_shared<std::string>();
-    CLI::App* sub = goal->add_subcommand(verb, fmt::format("goal {}", verb));
+    const char* name = control::to_string(verb);
+    CLI::App* sub = goal->add_subcommand(name, fmt::format("goal {}", name));
     sub->add_option("RUN_DIR", *run_dir, "Run directory")->required();
     sub->add_option("TEXT", *text, "Objective (set, edit) or a note (pause, resume, clear)");
     sub->callback([verb, run_dir, text] { exit_code = do_goal(verb, *run_dir, *text); });

@@ -1,32 +1,28 @@
 // marathon stop RUN_DIR [REASON]: asks the runner of a running run to stop at its next step
-// (run.stop_requested; the runner then logs run.paused{stopped} and exits, and `marathon resume`
-// carries on). The way to stop a run from another terminal or a script, where Ctrl-C cannot reach.
+// (control/stop_verb.h). The way to stop a run from another terminal or a script, where Ctrl-C
+// cannot reach.
 #include <spdlog/spdlog.h>
 
 #include <memory>
 
 #include "cli/commands.h"
-#include "core/event_store.h"
-#include "core/run_dir.h"
-#include "loop/run_requests.h"
+#include "control/stop_verb.h"
 
 namespace marathon::cli {
 namespace {
 
 int do_stop(const std::string& run_dir, const std::string& reason) {
-  RunDir dir = existing_run_dir(run_dir);
-  auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kOpen);
-  StopAsked r = ask_stop(*store, reason.empty() ? "marathon stop" : reason);
-  if (r.error != StopAsked::Error::kNone) {
-    spdlog::error("{}: {}", run_dir, r.message);
-    return 1;
+  control::VerbResult r = control::stop_run(run_dir, reason.empty() ? "marathon stop" : reason);
+  if (r.status != control::VerbStatus::kDone) {
+    spdlog::error("{}", r.message);
+    return control::exit_code_of(r.status);
   }
-  if (r.paused) {
+  if (r.seq == 0) {
     std::printf("the run is already stopped (paused): nothing to do\n");
     return 0;
   }
   std::printf("stop requested (seq %lld): the runner stops at its next step\n",
-              static_cast<long long>(r.event.seq));
+              static_cast<long long>(r.seq));
   return 0;
 }
 

@@ -9,12 +9,13 @@
 #include <mutex>
 #include <thread>
 
+#include "control/compact_verb.h"
 #include "control/control_errors.h"
+#include "control/goal_verb.h"
 #include "control/served_runs.h"
+#include "control/stop_verb.h"
 #include "core/load_state.h"
 #include "core/log_export.h"
-#include "goal/goal_verbs.h"
-#include "loop/run_requests.h"
 #include "rpc/jsonrpc.h"
 #include "rpc/line_io.h"
 #include "tools/json_schema.h"
@@ -209,13 +210,14 @@ class Server {
           }
           return json::object();
         });
-    for (const std::string& verb : goal_verb_names()) {
-      bool objective = verb == "set" || verb == "edit";
+    for (GoalVerb verb : kGoalVerbs) {
+      bool objective = verb == GoalVerb::kSet || verb == GoalVerb::kEdit;
       json schema = objective ? object_schema({{"objective", text(1)}}, {"objective"})
                               : object_schema({{"note", text()}});
-      add("goal/" + verb, schema, [this, verb, objective](const json& p, auto*) {
-        return goal(verb, p, opt_string(p, objective ? "objective" : "note"));
-      });
+      add(std::string("goal/") + to_string(verb), schema,
+          [this, verb, objective](const json& p, auto*) {
+            return goal(verb, p, opt_string(p, objective ? "objective" : "note"));
+          });
     }
     add("session/compact", object_schema({{"now", {{"type", "boolean"}}}}),
         [this](const json& p, auto*) { return compact(p); });
@@ -268,17 +270,33 @@ class Server {
     return {{"subscription", id}, {"run", run.name}, {"next_seq", from}, {"last_seq", last}};
   }
 
-  json goal(const std::string& verb, const json& p, const std::string& text) {
-    ServedRun& run = run_of(p);
-    std::unique_ptr<EventStore> store = run.open_for_writing();
-    GoalVerbResult r = apply_goal_verb(*store, verb, text);
-    if (r.error == GoalVerbResult::Error::kNeedsText) {
-      throw RpcError(ErrorCode::kInvalidParams, r.message);
+  // A verb's refusal as the protocol's error.
+  static void check(const VerbResult& r) {
+    switch (r.status) {
+      case VerbStatus::kDone:
+        return;
+      case VerbStatus::kBadInput:
+        throw RpcError(ErrorCode::kInvalidParams, r.message);
+      case VerbStatus::kWrongState:
+        throw error(ControlError::kNotApplicable, r.message);
+      case VerbStatus::kNoRun:
+        throw error(ControlError::kLogUnavailable, r.message);
     }
-    if (r.error != GoalVerbResult::Error::kNone)
-      throw error(ControlError::kNotApplicable, r.message);
+  }
+
+  // The event a verb appended, as its record (null when it appended none).
+  static json record_at(ServedRun& run, int64_t seq) {
+    if (seq <= 0) return nullptr;
+    std::vector<Event> e = run.read_store().read(seq, seq);
+    return e.empty() ? json(nullptr) : record(e.front(), run);
+  }
+
+  json goal(GoalVerb verb, const json& p, const std::string& text) {
+    ServedRun& run = run_of(p);
+    VerbResult r = change_goal(run.dir, verb, text);
+    check(r);
     const State& s = r.state;
-    return {{"record", record(r.event, run)},
+    return {{"record", record_at(run, r.seq)},
             {"goal",
              {{"objective", s.goal.objective},
               {"status", s.goal.status},
@@ -290,12 +308,10 @@ class Server {
 
   json compact(const json& p) {
     ServedRun& run = run_of(p);
-    std::unique_ptr<EventStore> store = run.open_for_writing();
-    CompactionAsked r = ask_compaction(*store, p.value("now", false), run.name);
-    if (r.error != CompactionAsked::Error::kNone)
-      throw error(ControlError::kNotApplicable, r.message);
-    json out = {{"request_seq", r.request_seq}, {"appended", r.appended}, {"ran", r.ran}};
-    if (r.ran) {
+    CompactResult r = compact_run(run.dir, p.value("now", false));
+    check(r);
+    json out = {{"request_seq", r.seq}, {"ran", r.compacted_now}};
+    if (r.compacted_now) {
       out["outcome"] = r.outcome;
       out["source"] = r.source;
       out["tokens_before"] = r.tokens_before;
@@ -306,12 +322,10 @@ class Server {
 
   json stop(const json& p) {
     ServedRun& run = run_of(p);
-    std::unique_ptr<EventStore> store = run.open_for_writing();
     std::string reason = opt_string(p, "reason");
-    StopAsked r = ask_stop(*store, reason.empty() ? "run/stop" : reason);
-    if (r.error != StopAsked::Error::kNone) throw error(ControlError::kNotApplicable, r.message);
-    if (r.paused) return {{"already_stopped", true}, {"record", nullptr}};
-    return {{"already_stopped", false}, {"record", record(r.event, run)}};
+    VerbResult r = stop_run(run.dir, reason.empty() ? "run/stop" : reason);
+    check(r);
+    return {{"already_stopped", r.seq == 0}, {"record", record_at(run, r.seq)}};
   }
 
   // Sends each active subscription the events appended since it last looked, in seq order.

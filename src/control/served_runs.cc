@@ -19,10 +19,6 @@ EventStore& ServedRun::read_store() {
   return *reader;
 }
 
-std::unique_ptr<EventStore> ServedRun::open_for_writing() const {
-  return EventStore::open(RunDir{dir}.events_db().string(), EventStore::Mode::kOpen);
-}
-
 // What `state` the run is in, as run/list and docs/protocol.md say it.
 static std::string run_state(const State& s) {
   return s.done ? "finished" : s.paused ? "paused" : "open";

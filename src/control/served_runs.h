@@ -1,7 +1,7 @@
 // The runs a control server serves (the RUN_DIRs it was started with), found by the name they were
 // given, their absolute path or their run id, each with one read-only connection to its log for
-// the readers (status, pages, subscriptions). Writers (goal verbs, compaction and stop requests)
-// open the log for one call each, as the CLI verbs do.
+// the readers (status, pages, subscriptions). The verbs (goal_verb.h, compact_verb.h, stop_verb.h)
+// open the log for one call each, as the CLI does.
 #pragma once
 
 #include <filesystem>

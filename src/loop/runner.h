@@ -128,7 +128,7 @@ class Runner {
   TurnTracker turns_;
   std::optional<context::PromptCache> prompt_cache_;  // prompt pieces kept between steps
   bool context_retry_used_ = false;
-  // A run.stop_requested since the last run.resumed (loop/run_requests.h): the reason, else empty.
+  // A run.stop_requested since the last run.resumed (control/stop_verb.h): the reason, else empty.
   std::optional<std::string> stop_requested_;
   RunnerStats stats_;
 };

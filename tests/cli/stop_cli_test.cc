@@ -58,7 +58,7 @@ TEST_F(StopCli, APausedRunIsLeftAlone) {
 TEST_F(StopCli, AFinishedRunIsAnErrorAndAppendsNothing) {
   append({ev::kRunFinished, {{"reason", "finish"}}});
   size_t before = mt::load_events(run_).size();
-  EXPECT_EQ(stop({run_.string()}), 1);
+  EXPECT_EQ(stop({run_.string()}), 2);
   EXPECT_NE(out_.find("finished"), std::string::npos) << out_;
   EXPECT_EQ(mt::load_events(run_).size(), before);
 }
