@@ -3,6 +3,5 @@
 include(${CMAKE_CURRENT_SOURCE_DIR}/fixtures/CMakeLists.txt)
 if(TARGET marathon_control_tests)
   target_link_libraries(marathon_control_tests PRIVATE marathon_test_fixtures)
-  target_include_directories(marathon_control_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
-                             ${CMAKE_CURRENT_SOURCE_DIR}/loop)
+  target_include_directories(marathon_control_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 endif()
