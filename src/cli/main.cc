@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   marathon::cli::register_serve(app);
   marathon::cli::register_report(app);
   marathon::cli::register_runs(app);
+  marathon::cli::register_stop(app);
+  marathon::cli::register_mcp(app);
 
   try {
     app.parse(argc, argv);
