@@ -162,9 +162,11 @@ LOG2E = tl.constexpr(1.4426950408889634)
 @triton.jit
 def _ex2(x, INTERP: tl.constexpr):
     """2^x; on the GPU the bare ex2.approx.ftz instruction (no denormal fix-up: the results that
-    matter here are far from the denormal range)."""
+    matter here are far from the denormal range), which flushes a result below 2^-126 to 0: so
+    does the interpreter here."""
     if INTERP:
-        return tl.exp2(x)
+        e = tl.exp2(x)
+        return tl.where(e < 1.1754943508222875e-38, 0.0, e)
     else:
         return tl.inline_asm_elementwise(
             "ex2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1
