@@ -54,8 +54,9 @@ double since_ms(Clock::time_point t0) {
 }
 
 std::string text(std::mt19937_64& r, size_t n) {
-  static const char kWords[][12] = {"the ", "kernel ", "tile ", "load ", "store ", "warp ",
-                                    "block ", "shared ", "= ", "for ", "(i ", "+= ", "acc;\n"};
+  static const char kWords[][12] = {"the ",  "kernel ", "tile ",   "load ", "store ",
+                                    "warp ", "block ",  "shared ", "= ",    "for ",
+                                    "(i ",   "+= ",     "acc;\n"};
   std::string s;
   while (s.size() < n) s += kWords[r() % (sizeof kWords / sizeof kWords[0])];
   s.resize(n);
@@ -86,13 +87,15 @@ class Writer {
     store_ = EventStore::open(d.events_db().string(), EventStore::Mode::kCreate);
     std::string sha = store_->put_blob("starter kernel\n");
     files_["kernel.py"] = sha;
-    append({make(ev::kRunCreated,
-                 {{"run_id", "run-bench"},
-                  {"task", {{"name", "kda"}}},
-                  {"goal", {{"objective", "beat FLA"}, {"metric", "speedup"}, {"direction", "max"},
-                            {"target", 3.0}}},
-                  {"budget", {{"max_tool_calls", 100000}, {"max_wall_s", 86400}}},
-                  {"config", {{"policy", "llm"}}}}),
+    append({make(ev::kRunCreated, {{"run_id", "run-bench"},
+                                   {"task", {{"name", "kda"}}},
+                                   {"goal",
+                                    {{"objective", "beat FLA"},
+                                     {"metric", "speedup"},
+                                     {"direction", "max"},
+                                     {"target", 3.0}}},
+                                   {"budget", {{"max_tool_calls", 100000}, {"max_wall_s", 86400}}},
+                                   {"config", {{"policy", "llm"}}}}),
             make(ev::kWorkspaceWritten,
                  {{"path", "kernel.py"}, {"sha", sha}, {"size", 15}, {"source", "starter"}})});
   }
@@ -110,16 +113,18 @@ class Writer {
                                            {"n_messages", 20 + i % 40},
                                            {"tokens_estimate", 12000 + r_() % 8000}}));
     json args = {{"path", "kernel.py"}, {"content", text(r_, 400)}};
-    out.push_back(make(
-        ev::kModelResponse,
-        {{"message",
-          {{"content", text(r_, 800 + r_() % 800)},
-           {"tool_calls", json::array({{{"id", call}, {"name", tool}, {"arguments", args.dump()}}})}}},
-         {"usage", {{"prompt_tokens", 15000 + r_() % 5000}, {"completion_tokens", 300 + r_() % 500}}},
-         {"cost_usd", 0.01},
-         {"provider", "openai"},
-         {"model", "gpt-4o"},
-         {"finish_reason", "tool_calls"}}));
+    out.push_back(
+        make(ev::kModelResponse,
+             {{"message",
+               {{"content", text(r_, 800 + r_() % 800)},
+                {"tool_calls",
+                 json::array({{{"id", call}, {"name", tool}, {"arguments", args.dump()}}})}}},
+              {"usage",
+               {{"prompt_tokens", 15000 + r_() % 5000}, {"completion_tokens", 300 + r_() % 500}}},
+              {"cost_usd", 0.01},
+              {"provider", "openai"},
+              {"model", "gpt-4o"},
+              {"finish_reason", "tool_calls"}}));
     out.push_back(make(ev::kToolStarted, {{"call_id", call}, {"name", tool}, {"arguments", args}}));
     if (i % 3 == 0) {
       std::string bytes = text(r_, 4000) + std::to_string(i);
@@ -152,10 +157,11 @@ class Writer {
            {"gpu_s", 9.5},
            {"strategy", text(r_, 120)}}));
     }
-    if (i % 7 == 0) out.push_back(make(ev::kLedgerNoted, {{"kind", "finding"}, {"text", text(r_, 150)}}));
+    if (i % 7 == 0)
+      out.push_back(make(ev::kLedgerNoted, {{"kind", "finding"}, {"text", text(r_, 150)}}));
     if (i % 2500 == 1000) {
-      out.push_back(make(ev::kGoalChanged, {{"verb", "edit"}, {"objective", "beat FLA by " +
-                                                                              std::to_string(i)}}));
+      out.push_back(make(ev::kGoalChanged,
+                         {{"verb", "edit"}, {"objective", "beat FLA by " + std::to_string(i)}}));
     }
     if (i % 3000 == 2000) {
       out.push_back(make(ev::kCompactionInstalled, {{"trigger", "auto"},
@@ -234,7 +240,8 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
   }
   bool own_dir = dir.empty();
-  if (own_dir) dir = fs::temp_directory_path() / ("marathon-bench-serve-" + std::to_string(::getpid()));
+  if (own_dir)
+    dir = fs::temp_directory_path() / ("marathon-bench-serve-" + std::to_string(::getpid()));
   fs::path base = dir / ("base-" + std::to_string(n_events));
   if (!fs::exists(base / "done")) {
     fs::remove_all(base);
@@ -254,8 +261,8 @@ int main(int argc, char** argv) {
   fs::copy_file(base / "long" / "events.db", dir / "runs" / "long" / "events.db");
   std::printf("| measurement | value |\n|---|---|\n");
   {
-    auto store = EventStore::open((dir / "runs/long/events.db").string(),
-                                  EventStore::Mode::kReadOnly);
+    auto store =
+        EventStore::open((dir / "runs/long/events.db").string(), EventStore::Mode::kReadOnly);
     std::printf("| log | %lld events, %.1f MB |\n", static_cast<long long>(store->last_seq()),
                 double(fs::file_size(dir / "runs/long/events.db")) / 1e6);
   }
@@ -272,9 +279,10 @@ int main(int argc, char** argv) {
       build.push_back(since_ms(t1));
     }
     std::printf("| one run: open + fold of every event with the series | %.0f ms |\n", fold_ms);
-    std::printf("| one run: /api/runs/ID's JSON from the folded view (%.1f MB), first / median of "
-                "the next 4 | %.0f / %.0f ms |\n",
-                double(bytes) / 1e6, build[0], median({build.begin() + 1, build.end()}));
+    std::printf(
+        "| one run: /api/runs/ID's JSON from the folded view (%.1f MB), first / median of "
+        "the next 4 | %.0f / %.0f ms |\n",
+        double(bytes) / 1e6, build[0], median({build.begin() + 1, build.end()}));
   }
 
   // First paints, each on a fresh server (median of 5).
@@ -318,17 +326,20 @@ int main(int argc, char** argv) {
       warm_page.push_back(since_ms(t0));
     }
   }
-  std::printf("| Runs page first paint (fresh server: page, files, /api/runs), median of 5 | "
-              "%.0f ms (min %.0f, max %.0f) |\n",
-              median(runs_page), percentile(runs_page, 0), percentile(runs_page, 1));
-  std::printf("| one run's first paint (fresh server: page, files, /api/runs/ID, its events), "
-              "median of 5 | %.0f ms (min %.0f, max %.0f); of which /api/runs/ID %.0f ms (%.1f MB "
-              "of JSON), events %.0f ms |\n",
-              median(run_page), percentile(run_page, 0), percentile(run_page, 1), median(run_api),
-              double(run_bytes) / 1e6, median(run_events));
-  std::printf("| one run's first paint, warm (fresh server, asked 6 s after its start), median of 5 "
-              "| %.0f ms (min %.0f, max %.0f) |\n",
-              median(warm_page), percentile(warm_page, 0), percentile(warm_page, 1));
+  std::printf(
+      "| Runs page first paint (fresh server: page, files, /api/runs), median of 5 | "
+      "%.0f ms (min %.0f, max %.0f) |\n",
+      median(runs_page), percentile(runs_page, 0), percentile(runs_page, 1));
+  std::printf(
+      "| one run's first paint (fresh server: page, files, /api/runs/ID, its events), "
+      "median of 5 | %.0f ms (min %.0f, max %.0f); of which /api/runs/ID %.0f ms (%.1f MB "
+      "of JSON), events %.0f ms |\n",
+      median(run_page), percentile(run_page, 0), percentile(run_page, 1), median(run_api),
+      double(run_bytes) / 1e6, median(run_events));
+  std::printf(
+      "| one run's first paint, warm (fresh server, asked 6 s after its start), median of 5 "
+      "| %.0f ms (min %.0f, max %.0f) |\n",
+      median(warm_page), percentile(warm_page, 0), percentile(warm_page, 1));
 
   // Live: a writer appends a step every 20 ms to the long run (as its runner would at hour 20);
   // clients poll as pages do; one follows the stream.
@@ -406,7 +417,8 @@ int main(int argc, char** argv) {
               for (const json& e : u["evaluations"]) {
                 auto it = eval_appended.find(e.value("seq", int64_t{0}));
                 if (it != eval_appended.end()) {
-                  stream_delay.push_back(std::chrono::duration<double, std::milli>(now - it->second).count());
+                  stream_delay.push_back(
+                      std::chrono::duration<double, std::milli>(now - it->second).count());
                 }
               }
             }
@@ -426,16 +438,18 @@ int main(int argc, char** argv) {
   std::vector<double> all;
   for (auto& [name, v] : lat) {
     all.insert(all.end(), v.begin(), v.end());
-    std::printf("| API %s while appending: p50 / p99 / max (%zu requests) | %.1f / %.1f / %.1f ms |\n",
-                name.c_str(), v.size(), percentile(v, 0.5), percentile(v, 0.99),
-                percentile(v, 1));
+    std::printf(
+        "| API %s while appending: p50 / p99 / max (%zu requests) | %.1f / %.1f / %.1f ms |\n",
+        name.c_str(), v.size(), percentile(v, 0.5), percentile(v, 0.99), percentile(v, 1));
   }
-  std::printf("| API, all requests while appending: p50 / p99 / max (%zu requests) | %.1f / %.1f / "
-              "%.1f ms |\n",
-              all.size(), percentile(all, 0.5), percentile(all, 0.99), percentile(all, 1));
-  std::printf("| live stream: append of an evaluation to its update at the page, p50 / p99 (%zu) | "
-              "%.0f / %.0f ms |\n",
-              stream_delay.size(), percentile(stream_delay, 0.5), percentile(stream_delay, 0.99));
+  std::printf(
+      "| API, all requests while appending: p50 / p99 / max (%zu requests) | %.1f / %.1f / "
+      "%.1f ms |\n",
+      all.size(), percentile(all, 0.5), percentile(all, 0.99), percentile(all, 1));
+  std::printf(
+      "| live stream: append of an evaluation to its update at the page, p50 / p99 (%zu) | "
+      "%.0f / %.0f ms |\n",
+      stream_delay.size(), percentile(stream_delay, 0.5), percentile(stream_delay, 0.99));
   if (own_dir) fs::remove_all(dir);
   return 0;
 }

@@ -17,9 +17,10 @@ int do_compact(const std::string& run_dir, bool now) {
     return control::exit_code_of(r.status);
   }
   if (!now) {
-    std::printf("compaction requested (seq %lld): the runner serves it at its next step%s\n",
-                static_cast<long long>(r.seq),
-                r.state.paused || r.state.done ? " (the run is stopped: `marathon resume` it)" : "");
+    std::printf(
+        "compaction requested (seq %lld): the runner serves it at its next step%s\n",
+        static_cast<long long>(r.seq),
+        r.state.paused || r.state.done ? " (the run is stopped: `marathon resume` it)" : "");
     return 0;
   }
   std::printf("compaction (manual, now): %s, source %s, %lld -> %lld tokens (estimate)\n",

@@ -65,8 +65,8 @@ int do_runs(const RunsOptions& o) {
     }
     const json& b = r["budget"];
     std::string best = num(r["best_score"]) + " / " + num(r["goal"]["target"]);
-    std::string last = r["last_event"].value("type", "") + " " +
-                       age(r["last_event"].value("age_s", 0.0)) + " ago";
+    std::string last =
+        r["last_event"].value("type", "") + " " + age(r["last_event"].value("age_s", 0.0)) + " ago";
     std::printf("%-28s %-12s %-9s %-17s %5lld %-16s %-10s %-9s %s\n", r.value("id", "").c_str(),
                 r.value("task", "").c_str(), r.value("phase", "").c_str(), best.c_str(),
                 static_cast<long long>(r.value("evaluations", int64_t{0})),

@@ -66,8 +66,8 @@ VerbResult change_goal(const std::filesystem::path& run_dir, GoalVerb verb,
   if (verb == GoalVerb::kSet || verb == GoalVerb::kEdit) {
     if (text.empty()) {
       r.status = VerbStatus::kBadInput;
-      r.message = fmt::format(
-          "goal {} needs the objective text: marathon goal {} RUN_DIR \"TEXT\"", name, name);
+      r.message = fmt::format("goal {} needs the objective text: marathon goal {} RUN_DIR \"TEXT\"",
+                              name, name);
       return r;
     }
     p["objective"] = text;

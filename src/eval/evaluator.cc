@@ -44,7 +44,8 @@ std::string default_python() {
   std::filesystem::path venv = env("MARATHON_VENV");
   if (venv.empty()) {
     std::filesystem::path cache = env("XDG_CACHE_HOME");
-    if (cache.empty() && !env("HOME").empty()) cache = std::filesystem::path(env("HOME")) / ".cache";
+    if (cache.empty() && !env("HOME").empty())
+      cache = std::filesystem::path(env("HOME")) / ".cache";
     if (!cache.empty()) venv = cache / "marathon" / "venv";
   }
   if (!venv.empty() && ::access((venv / "bin" / "python").c_str(), X_OK) == 0) {

@@ -85,7 +85,8 @@ void TerminalProgress::on_event(const Event& e, const State& s) {
 
 std::string action_after(const Event& e) {
   if (e.type == ev::kModelRequest) return "waiting for the model";
-  if (e.type == ev::kToolStarted) return "running " + e.payload.value("name", std::string("a tool"));
+  if (e.type == ev::kToolStarted)
+    return "running " + e.payload.value("name", std::string("a tool"));
   if (e.type == ev::kToolFinished || e.type == ev::kModelResponse) return "thinking";
   if (e.type == ev::kRunPaused) return "paused";
   if (e.type == ev::kRunFinished) return "finished";
@@ -103,15 +104,15 @@ std::string clock_text(double s) {
 }  // namespace
 
 StatusFigures status_figures(const State& s) {
-  return {s.used.tool_calls, s.limits.max_tool_calls, s.best_score, s.goal.metric,
+  return {s.used.tool_calls, s.limits.max_tool_calls, s.best_score,      s.goal.metric,
           s.used.cost_usd,   s.used.wall_s,           s.paused || s.done};
 }
 
 std::string status_text(const StatusFigures& f, double elapsed_s, const std::string& action) {
   std::string calls = f.max_tool_calls > 0 ? fmt::format("{}/{}", f.tool_calls, f.max_tool_calls)
                                            : fmt::format("{}", f.tool_calls);
-  std::string best = f.best ? fmt::format("best {} {:.4g}", f.metric, *f.best)
-                            : std::string("best: none yet");
+  std::string best =
+      f.best ? fmt::format("best {} {:.4g}", f.metric, *f.best) : std::string("best: none yet");
   return fmt::format("[tool calls {}] {} | {} | ${:.2f} | {}", calls, best, clock_text(elapsed_s),
                      f.cost_usd, action);
 }
@@ -140,8 +141,8 @@ StatusLineProgress::~StatusLineProgress() {
 
 void StatusLineProgress::draw_locked() {
   if (!have_state_) return;
-  double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - at_last_event_)
-                     .count();
+  double since =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - at_last_event_).count();
   std::string text =
       status_text(figures_, figures_.wall_s + (figures_.stopped ? 0 : since), action_);
   // One screen line: a wrapped line could not be redrawn in place.

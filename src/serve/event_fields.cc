@@ -72,7 +72,8 @@ std::optional<EvalFields> eval_fields(const Event& e) {
   f.correct = boolean(result, "correct");
   f.score = number(result, "score");
   auto v = result.find("violations");
-  f.violating = v != result.end() && !v->is_null() && !((v->is_array() || v->is_object()) && v->empty());
+  f.violating =
+      v != result.end() && !v->is_null() && !((v->is_array() || v->is_object()) && v->empty());
   f.kind = f.status != "ok" ? EvalKind::kFailed
            : !f.correct     ? EvalKind::kIncorrect
            : f.violating    ? EvalKind::kViolating
@@ -91,7 +92,8 @@ std::optional<MarkerFields> marker_fields(const Event& e) {
   if (e.type == ev::kGoalChanged) {
     return MarkerFields{MarkerKind::kGoal, "goal " + str(p, "verb")};
   }
-  if (e.type == ev::kRunPaused) return MarkerFields{MarkerKind::kPause, "paused: " + str(p, "reason")};
+  if (e.type == ev::kRunPaused)
+    return MarkerFields{MarkerKind::kPause, "paused: " + str(p, "reason")};
   if (e.type == ev::kRunResumed) return MarkerFields{MarkerKind::kResume, "resumed"};
   if (e.type == ev::kRunFinished) {
     return MarkerFields{MarkerKind::kFinish, "finished: " + str(p, "reason")};

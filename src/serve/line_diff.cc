@@ -51,8 +51,8 @@ void middle(const std::vector<Line>& a, const std::vector<Line>& b, size_t lo_a,
   auto at = [&](size_t i, size_t j) -> uint32_t& { return len[i * (m + 1) + j]; };
   for (size_t i = n; i-- > 0;) {
     for (size_t j = m; j-- > 0;) {
-      at(i, j) = a[lo_a + i] == b[lo_b + j] ? at(i + 1, j + 1) + 1
-                                             : std::max(at(i + 1, j), at(i, j + 1));
+      at(i, j) =
+          a[lo_a + i] == b[lo_b + j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
     }
   }
   size_t i = 0, j = 0;

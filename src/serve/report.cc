@@ -27,8 +27,8 @@ std::string render_report(const std::filesystem::path& run_dir) {
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
   std::filesystem::path abs = std::filesystem::absolute(run_dir).lexically_normal();
-  std::string id = abs.filename().empty() ? abs.parent_path().filename().string()
-                                          : abs.filename().string();
+  std::string id =
+      abs.filename().empty() ? abs.parent_path().filename().string() : abs.filename().string();
   json data = report_data(id, v, phase_of(v.state(), runner_holds_lock(run_dir)), now_us);
   return page_html(PageMode::kReport, data);
 }

@@ -31,9 +31,8 @@ json budget_json(const State& s) {
 
 json goal_json(const State& s) {
   const GoalState& g = s.goal;
-  return {{"objective", g.objective}, {"metric", g.metric},
-          {"direction", g.direction}, {"target", opt(g.target)},
-          {"status", g.status},       {"progress", g.progress}};
+  return {{"objective", g.objective}, {"metric", g.metric}, {"direction", g.direction},
+          {"target", opt(g.target)},  {"status", g.status}, {"progress", g.progress}};
 }
 
 json marker_json(const Marker& m) {
@@ -119,7 +118,9 @@ const std::string& evaluation_text(const Evaluation& e) {
 
 namespace {
 
-json note_json(const LedgerEntry& l) { return {{"seq", l.seq}, {"kind", l.kind}, {"text", l.text}}; }
+json note_json(const LedgerEntry& l) {
+  return {{"seq", l.seq}, {"kind", l.kind}, {"text", l.text}};
+}
 
 // The notes of the ledger as a JSON array's text, extended with the entries added since last time.
 std::string notes_text(const RunView& v) {

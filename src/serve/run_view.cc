@@ -14,7 +14,8 @@ std::string profile_summary(const std::string& output) {
     end = nl == std::string::npos ? output.size() : nl + 1;
   }
   end = std::min(end, kMaxBytes);
-  while (end < output.size() && end > 0 && (static_cast<unsigned char>(output[end]) & 0xC0) == 0x80) {
+  while (end < output.size() && end > 0 &&
+         (static_cast<unsigned char>(output[end]) & 0xC0) == 0x80) {
     --end;
   }
   return end < output.size() ? output.substr(0, end) + "..." : output;

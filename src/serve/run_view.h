@@ -1,9 +1,9 @@
 // RunView: what the dashboard shows of one run, read from its log through the one fold and kept up
 // to date as the log grows. Opening it folds from the newest checkpoint (the state only, enough for
 // the Runs page); the first call that needs the series (the charts, the attempts, the goal history)
-// folds every event once (core/load_state.h, with an observer), and every refresh() after that folds
-// only the events appended since. The log is opened read-only and never written. Not thread-safe:
-// RunViews (run_views.h) serialises the callers of one view.
+// folds every event once (core/load_state.h, with an observer), and every refresh() after that
+// folds only the events appended since. The log is opened read-only and never written. Not
+// thread-safe: RunViews (run_views.h) serialises the callers of one view.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +24,9 @@ namespace marathon::serve {
 // One evaluation: a point of the charts and a row of the attempts table.
 struct Evaluation {
   int64_t seq = 0;
-  int64_t at_us = 0;        // recorded_at
-  int64_t tool_calls = 0;   // tool calls finished when it was logged
-  double wall_s = 0;        // the run's active wall time then (fold's wall clock)
+  int64_t at_us = 0;       // recorded_at
+  int64_t tool_calls = 0;  // tool calls finished when it was logged
+  double wall_s = 0;       // the run's active wall time then (fold's wall clock)
   EvalFields fields;
   std::optional<double> best_after;  // the run's best score once it is counted
   std::string previous_best;         // the best candidate before it ("": none yet)
@@ -57,8 +57,8 @@ struct GoalEntry {  // the goal as created, then each goal.changed
 
 class RunView {
  public:
-  // Opens the log of `run_dir` read-only and folds it: from its newest checkpoint (kState), or every
-  // event with the series (kSeries: the checkpoint would be folded again). Throws StoreError.
+  // Opens the log of `run_dir` read-only and folds it: from its newest checkpoint (kState), or
+  // every event with the series (kSeries: the checkpoint would be folded again). Throws StoreError.
   enum class Fold { kState, kSeries };
   explicit RunView(const std::filesystem::path& run_dir, Fold fold = Fold::kState);
 
@@ -111,8 +111,8 @@ class RunView {
   std::vector<GoalEntry> goal_history_;
   WorkspaceFiles starter_;
   bool starter_done_ = false;
-  std::string best_before_;                            // best candidate before the current event
-  std::map<std::string, size_t> latest_eval_of_key_;   // workspace key -> evaluations_ index
+  std::string best_before_;                           // best candidate before the current event
+  std::map<std::string, size_t> latest_eval_of_key_;  // workspace key -> evaluations_ index
   std::map<std::string, int64_t> unmatched_profile_;  // workspace key -> latest profile seq
   mutable TextCache text_cache_;
 };

@@ -28,8 +28,7 @@ class RunViews {
   // phase, while no other caller uses that view. Returns kBadId / kNotFound without calling `f`.
   // A StoreError (a damaged or vanished log) propagates and drops the view, so the next call
   // opens the log afresh.
-  RunLookup with(std::string_view id, Need need,
-                 const std::function<void(RunView&, RunPhase)>& f);
+  RunLookup with(std::string_view id, Need need, const std::function<void(RunView&, RunPhase)>& f);
 
   // The rows of every run (run_json.h's run_row), newest activity first; a run whose log cannot
   // be read is a row {id, phase: "unreadable", error}.

@@ -189,8 +189,8 @@ void Dashboard::stop() {
 }
 
 std::string Dashboard::url() const {
-  std::string host = options_.bind.find(':') != std::string::npos ? "[" + options_.bind + "]"
-                                                                  : options_.bind;
+  std::string host =
+      options_.bind.find(':') != std::string::npos ? "[" + options_.bind + "]" : options_.bind;
   std::string u = "http://" + host + ":" + std::to_string(port_) + "/";
   if (!access_.token.empty()) u += "?token=" + access_.token;
   return u;
@@ -280,9 +280,9 @@ void Dashboard::routes() {
     if (!after) return;
     auto limit = int_param(req, res, "limit", 200, 5000);
     if (!limit) return;
-    std::vector<std::string> types =
-        req.has_param("types") ? split_types(req.get_param_value("types"))
-                               : std::vector<std::string>{};
+    std::vector<std::string> types = req.has_param("types")
+                                         ? split_types(req.get_param_value("types"))
+                                         : std::vector<std::string>{};
     json out;
     RunLookup r = views_.with(id, Need::kState, [&](RunView& v, RunPhase) {
       out = {{"events", event_lines(v.store(), *after, size_t(*limit), types)},
@@ -331,37 +331,36 @@ void Dashboard::routes() {
     };
     auto st = std::make_shared<Stream>(Stream{*after, "", {}});
     res.set_header("Cache-Control", "no-store");
-    res.set_chunked_content_provider(
-        "text/event-stream", [this, id, st](size_t, httplib::DataSink& sink) {
-          std::string msg;
-          try {
-            views_.with(id, Need::kSeries, [&](RunView& v, RunPhase phase) {
-              std::string p = to_string(phase);
-              if (v.state().last_seq > st->cursor || p != st->phase || st->phase.empty()) {
-                msg = sse("update", v.state().last_seq,
-                          run_update(id, v, phase, st->cursor, now_us()));
-                st->cursor = v.state().last_seq;
-                st->phase = p;
-              }
-            });
-          } catch (const std::exception& e) {
-            msg = sse("failure", st->cursor, {{"error", valid_utf8(e.what())}});
+    res.set_chunked_content_provider("text/event-stream", [this, id, st](size_t,
+                                                                         httplib::DataSink& sink) {
+      std::string msg;
+      try {
+        views_.with(id, Need::kSeries, [&](RunView& v, RunPhase phase) {
+          std::string p = to_string(phase);
+          if (v.state().last_seq > st->cursor || p != st->phase || st->phase.empty()) {
+            msg = sse("update", v.state().last_seq, run_update(id, v, phase, st->cursor, now_us()));
+            st->cursor = v.state().last_seq;
+            st->phase = p;
           }
-          auto now = std::chrono::steady_clock::now();
-          if (msg.empty() && now - st->last_write > std::chrono::seconds(15)) msg = ": alive\n\n";
-          if (!msg.empty()) {
-            if (!sink.write(msg.data(), msg.size())) return false;
-            st->last_write = now;
-          }
-          for (double waited = 0; waited < options_.stream_poll_s && !stopping_; waited += 0.05) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-          }
-          if (stopping_) {
-            sink.done();
-            return false;
-          }
-          return true;
         });
+      } catch (const std::exception& e) {
+        msg = sse("failure", st->cursor, {{"error", valid_utf8(e.what())}});
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (msg.empty() && now - st->last_write > std::chrono::seconds(15)) msg = ": alive\n\n";
+      if (!msg.empty()) {
+        if (!sink.write(msg.data(), msg.size())) return false;
+        st->last_write = now;
+      }
+      for (double waited = 0; waited < options_.stream_poll_s && !stopping_; waited += 0.05) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (stopping_) {
+        sink.done();
+        return false;
+      }
+      return true;
+    });
   });
 
   s.Get("/api/stream/runs", [this](const Request&, Response& res) {
@@ -371,38 +370,37 @@ void Dashboard::routes() {
     };
     auto st = std::make_shared<Stream>();
     res.set_header("Cache-Control", "no-store");
-    res.set_chunked_content_provider(
-        "text/event-stream", [this, st](size_t, httplib::DataSink& sink) {
-          int64_t now = now_us();
-          json rows = views_.rows(now);
-          // Sent when something other than the ages changed (the page ages rows itself).
-          json key = rows;
-          for (json& r : key) {
-            if (r.contains("last_event")) r["last_event"].erase("age_s");
-          }
-          std::string k = dump(key);
-          std::string msg;
-          auto t = std::chrono::steady_clock::now();
-          if (k != st->last) {
-            msg = sse("runs", 0, {{"runs", rows}, {"now_us", now}});
-            st->last = k;
-          } else if (t - st->last_write > std::chrono::seconds(15)) {
-            msg = ": alive\n\n";
-          }
-          if (!msg.empty()) {
-            if (!sink.write(msg.data(), msg.size())) return false;
-            st->last_write = t;
-          }
-          for (double waited = 0; waited < 4 * options_.stream_poll_s && !stopping_;
-               waited += 0.05) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-          }
-          if (stopping_) {
-            sink.done();
-            return false;
-          }
-          return true;
-        });
+    res.set_chunked_content_provider("text/event-stream", [this, st](size_t,
+                                                                     httplib::DataSink& sink) {
+      int64_t now = now_us();
+      json rows = views_.rows(now);
+      // Sent when something other than the ages changed (the page ages rows itself).
+      json key = rows;
+      for (json& r : key) {
+        if (r.contains("last_event")) r["last_event"].erase("age_s");
+      }
+      std::string k = dump(key);
+      std::string msg;
+      auto t = std::chrono::steady_clock::now();
+      if (k != st->last) {
+        msg = sse("runs", 0, {{"runs", rows}, {"now_us", now}});
+        st->last = k;
+      } else if (t - st->last_write > std::chrono::seconds(15)) {
+        msg = ": alive\n\n";
+      }
+      if (!msg.empty()) {
+        if (!sink.write(msg.data(), msg.size())) return false;
+        st->last_write = t;
+      }
+      for (double waited = 0; waited < 4 * options_.stream_poll_s && !stopping_; waited += 0.05) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (stopping_) {
+        sink.done();
+        return false;
+      }
+      return true;
+    });
   });
 
   // Anything else under /api/runs/: a bad id says so; a good one names a route that does not exist.

@@ -38,11 +38,11 @@ namespace marathon::serve {
 struct ServeOptions {
   std::filesystem::path runs_dir = "runs";
   std::string bind = "127.0.0.1";
-  int port = 8765;                      // 0: any free port
-  std::string token;                    // required when set; generated for a non-loopback bind
-  size_t max_body_bytes = 64 * 1024;    // larger request bodies get 413
-  int threads = 32;                     // requests served at once (each live stream holds one)
-  double stream_poll_s = 0.25;          // how often a live stream looks for new events
+  int port = 8765;                    // 0: any free port
+  std::string token;                  // required when set; generated for a non-loopback bind
+  size_t max_body_bytes = 64 * 1024;  // larger request bodies get 413
+  int threads = 32;                   // requests served at once (each live stream holds one)
+  double stream_poll_s = 0.25;        // how often a live stream looks for new events
 };
 
 class Dashboard {

@@ -67,9 +67,8 @@ TEST(StatusLine, ATerminalGetsOneLineRedrawnInPlace) {
 TEST(StatusLine, APipeGetsPlainLines) {
   TempDir dir("status-line");
   auto server = tiny_server();
-  ASSERT_EQ(run_binary(without_quiet(tiny_run_args(dir / "run", server.base_url())), {},
-                       dir / "out"),
-            0);
+  ASSERT_EQ(
+      run_binary(without_quiet(tiny_run_args(dir / "run", server.base_url())), {}, dir / "out"), 0);
   std::string out = read_text(dir / "out");
   EXPECT_EQ(out.find("\033[K"), std::string::npos) << out;
   EXPECT_NE(out.find("write_file"), std::string::npos) << out;

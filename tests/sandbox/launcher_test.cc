@@ -207,19 +207,28 @@ TEST_F(Sandboxed, EvaluateProfileReadsItsFoldersWritesOnlyItsScratchAndLeavesNot
   s.readable = {task, cand};
   s.cwd = task;
   s.argv = {"/bin/sh", "-c",
-            "cat spec.txt " + (cand / "kernel.cc").string() + "; echo home=$HOME; "
-            "echo x > $HOME/made && echo scratch-writable; "
-            "cat " + (base.path() / "events.db").string() + " || echo private-hidden; "
-            "touch " + (decoy / "escaped").string() + " || echo decoy-refused; "
-            "touch " + (cand / "changed").string() + " || echo candidate-read-only; "
-            "touch " + (task / "changed").string() + " || echo task-read-only; "
-            "echo $HOME > /tmp/home-was; exit 0"};
+            "cat spec.txt " + (cand / "kernel.cc").string() +
+                "; echo home=$HOME; "
+                "echo x > $HOME/made && echo scratch-writable; "
+                "cat " +
+                (base.path() / "events.db").string() +
+                " || echo private-hidden; "
+                "touch " +
+                (decoy / "escaped").string() +
+                " || echo decoy-refused; "
+                "touch " +
+                (cand / "changed").string() +
+                " || echo candidate-read-only; "
+                "touch " +
+                (task / "changed").string() +
+                " || echo task-read-only; "
+                "echo $HOME > /tmp/home-was; exit 0"};
   LaunchResult r = launch(s);
   ASSERT_TRUE(r.started) << r.setup_error;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* want : {"task-visible", "candidate-visible", "scratch-writable",
-                           "private-hidden", "decoy-refused", "candidate-read-only",
-                           "task-read-only"}) {
+  for (const char* want :
+       {"task-visible", "candidate-visible", "scratch-writable", "private-hidden", "decoy-refused",
+        "candidate-read-only", "task-read-only"}) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want << " missing from: " << r.out;
   }
   EXPECT_EQ(r.out.find("runner-private"), std::string::npos) << r.out;

@@ -1,7 +1,8 @@
 // The capability probe through the real binary, on a machine where bubblewrap cannot build its
 // namespaces (simulated by a `bwrap` first on PATH that fails the way a kernel without
 // unprivileged user namespaces makes it fail): run, resume and eval refuse, saying why and how to
-// enable it; with --unsafe-no-sandbox they go on, the run logs sandbox.disabled and status shows it.
+// enable it; with --unsafe-no-sandbox they go on, the run logs sandbox.disabled and status shows
+// it.
 #include <gtest/gtest.h>
 
 #include "hostile_run.h"
@@ -40,10 +41,10 @@ TEST_F(NoUserNamespaces, RunResumeAndEvalRefuseNamingTheCauseAndTheFix) {
   fs::path run = dir_ / "run";
   EXPECT_EQ(marathon(tiny_run_args(run, "http://127.0.0.1:9/v1"), "run.log"), 2);
   std::string out = read_text(dir_ / "run.log");
-  for (const char* want : {"refuses to start", "uid map: Permission denied",
-                           "kernel.unprivileged_userns_clone=1",
-                           "kernel.apparmor_restrict_unprivileged_userns=0", "apt-get install bubblewrap",
-                           "--unsafe-no-sandbox"}) {
+  for (const char* want :
+       {"refuses to start", "uid map: Permission denied", "kernel.unprivileged_userns_clone=1",
+        "kernel.apparmor_restrict_unprivileged_userns=0", "apt-get install bubblewrap",
+        "--unsafe-no-sandbox"}) {
     EXPECT_NE(out.find(want), std::string::npos) << want << " missing from:\n" << out;
   }
   EXPECT_FALSE(fs::exists(run / "events.db")) << "a run was created without a sandbox";

@@ -1,8 +1,8 @@
 // Who may use the dashboard: loopback names, tokens compared exactly, and the checks that keep web
 // pages in the user's browser from driving a loopback server.
-#include <gtest/gtest.h>
-
 #include "serve/access.h"
+
+#include <gtest/gtest.h>
 
 namespace marathon::serve {
 namespace {
@@ -11,8 +11,8 @@ TEST(Access, OnlyTrueLoopbackNamesAreLoopback) {
   for (const char* a : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) {
     EXPECT_TRUE(is_loopback_address(a)) << a;
   }
-  for (const char* a : {"0.0.0.0", "10.0.0.1", "127.1.evil.com", "127.0.0.1.evil.com",
-                        "127.0.0", "127.0.0.256", "128.0.0.1", "", "::", "localhost.evil"}) {
+  for (const char* a : {"0.0.0.0", "10.0.0.1", "127.1.evil.com", "127.0.0.1.evil.com", "127.0.0",
+                        "127.0.0.256", "128.0.0.1", "", "::", "localhost.evil"}) {
     EXPECT_FALSE(is_loopback_address(a)) << a;
   }
 }

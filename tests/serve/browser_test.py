@@ -27,8 +27,9 @@ try:
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 except ImportError:
-    sys.exit("browser_test: python3-selenium is missing (apt-get install python3-selenium; "
-             "scripts/install-deps installs it)")
+    sys.exit(
+        "browser_test: python3-selenium is missing (apt-get install python3-selenium; scripts/install-deps installs it)"
+    )
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -39,25 +40,30 @@ def tool_calls(calls, content=""):
     return {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
-        "choices": [{
-            "index": 0,
-            "finish_reason": "tool_calls",
-            "message": {
-                "role": "assistant",
-                "content": content,
-                "tool_calls": [{
-                    "id": "call_%d" % i,
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)},
-                } for i, (name, args) in enumerate(calls)],
-            },
-        }],
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": content,
+                    "tool_calls": [
+                        {
+                            "id": f"call_{i}",
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(args)},
+                        }
+                        for i, (name, args) in enumerate(calls)
+                    ],
+                },
+            }
+        ],
         "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
     }
 
 
 def write(value):
-    return ("write_file", {"path": "solution.txt", "content": "value = %s\n" % value})
+    return ("write_file", {"path": "solution.txt", "content": f"value = {value}\n"})
 
 
 def evaluate(why):
@@ -69,7 +75,7 @@ def script(values, delay_s):
     result), each turn after `delay_s`, then finish."""
     lines = [{"body": tool_calls([("note", {"kind": "strategy", "text": "raise the value"})])}]
     for v in values:
-        lines.append({"body": tool_calls([write(v), evaluate("value %s" % v)]), "delay_s": delay_s})
+        lines.append({"body": tool_calls([write(v), evaluate(f"value {v}")]), "delay_s": delay_s})
     lines.append({"body": tool_calls([("finish", {"summary": "done"})]), "delay_s": delay_s})
     return "\n".join(json.dumps(line) for line in lines) + "\n"
 
@@ -104,14 +110,13 @@ def wait_for(what, predicate, timeout=30, every=0.1):
             if last:
                 return last
         except Exception as e:  # noqa: BLE001 (the page may be mid-render)
-            last = "%s: %s" % (type(e).__name__, e)
+            last = f"{type(e).__name__}: {e}"
         time.sleep(every)
-    raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
 def log_events(marathon, run_dir):
-    out = subprocess.run([marathon, "log", run_dir, "--json"], check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run([marathon, "log", run_dir, "--json"], check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
@@ -136,11 +141,9 @@ def attempt_rows(driver):
 
 def check_counts(driver, evals, where):
     for canvas in ("chart-calls", "chart-wall"):
-        got = wait_for("%s points on %s" % (canvas, where),
-                       lambda c=canvas: chart_points(driver, c) == evals and evals, 20)
-        assert got, "%s: %s has %s points, the log %d evaluations" % (
-            where, canvas, chart_points(driver, canvas), evals)
-    wait_for("%d attempts rows on %s" % (evals, where), lambda: attempt_rows(driver) == evals, 20)
+        got = wait_for(f"{canvas} points on {where}", lambda c=canvas: chart_points(driver, c) == evals and evals, 20)
+        assert got, f"{where}: {canvas} has {chart_points(driver, canvas)} points, the log {evals} evaluations"
+    wait_for(f"{evals} attempts rows on {where}", lambda: attempt_rows(driver) == evals, 20)
 
 
 def main():
@@ -152,8 +155,10 @@ def main():
     a = ap.parse_args()
     for path in (CHROMIUM, CHROMEDRIVER):
         if not os.path.exists(path):
-            sys.exit("browser_test: %s is missing (apt-get install chromium chromium-driver; "
-                     "scripts/install-deps installs them)" % path)
+            sys.exit(
+                f"browser_test: {path} is missing (apt-get install chromium chromium-driver; "
+                "scripts/install-deps installs them)"
+            )
     a.out = os.path.abspath(a.out)
     shutil.rmtree(a.out, ignore_errors=True)
     os.makedirs(a.out)
@@ -163,22 +168,50 @@ def main():
     procs = Processes()
     driver = None
     try:
+
         def model(name, text):
             path = os.path.join(tmp, name + ".jsonl")
             with open(path, "w") as f:
                 f.write(text)
             port_file = os.path.join(tmp, name + ".port")
-            procs.start([a.scripted_server, "--script", path, "--record",
-                         os.path.join(tmp, name + ".record"), "--port-file", port_file,
-                         "--index", "turn"], stdout=subprocess.DEVNULL)
-            port = wait_for("the scripted model " + name,
-                            lambda: os.path.exists(port_file) and open(port_file).read().strip())
-            return "http://127.0.0.1:%s/v1" % port
+            procs.start(
+                [
+                    a.scripted_server,
+                    "--script",
+                    path,
+                    "--record",
+                    os.path.join(tmp, name + ".record"),
+                    "--port-file",
+                    port_file,
+                    "--index",
+                    "turn",
+                ],
+                stdout=subprocess.DEVNULL,
+            )
+            port = wait_for(
+                "the scripted model " + name, lambda: os.path.exists(port_file) and open(port_file).read().strip()
+            )
+            return f"http://127.0.0.1:{port}/v1"
 
         def run(name, base_url, **kw):
-            return procs.start([a.marathon, "run", a.task, "--run-dir", os.path.join(runs, name),
-                                "--policy", "llm", "--model", "vllm:scripted", "--base-url",
-                                base_url, "--quiet"], stdout=subprocess.DEVNULL, **kw)
+            return procs.start(
+                [
+                    a.marathon,
+                    "run",
+                    a.task,
+                    "--run-dir",
+                    os.path.join(runs, name),
+                    "--policy",
+                    "llm",
+                    "--model",
+                    "vllm:scripted",
+                    "--base-url",
+                    base_url,
+                    "--quiet",
+                ],
+                stdout=subprocess.DEVNULL,
+                **kw,
+            )
 
         # A finished run: correct, incorrect and better results.
         done = run("finished", model("finished", script([2, 5, "x", 3, 7], 0)))
@@ -187,17 +220,23 @@ def main():
         finished_evals = count(log_events(a.marathon, finished), "eval.finished")
         assert finished_evals == 5, finished_evals
 
-        serve = procs.start([a.marathon, "serve", "--runs", runs, "--port", "0"],
-                            stdout=subprocess.PIPE, text=True)
+        serve = procs.start([a.marathon, "serve", "--runs", runs, "--port", "0"], stdout=subprocess.PIPE, text=True)
         line = serve.stdout.readline()
         m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
-        assert m, "serve printed no URL: %r" % line
+        assert m, f"serve printed no URL: {line!r}"
         url = m.group(1)
 
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--window-size=1400,2200", "--no-first-run", "--disable-extensions"):
+        for arg in (
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--window-size=1400,2200",
+            "--no-first-run",
+            "--disable-extensions",
+        ):
             opts.add_argument(arg)
         driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
         driver.set_page_load_timeout(60)
@@ -209,18 +248,20 @@ def main():
 
         # Runs page.
         driver.get(url)
-        wait_for("both runs listed",
-                 lambda: len(driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")) == 2)
-        wait_for("the live run shown running", lambda: "running" in driver.find_element(
-            By.CSS_SELECTOR, "#runs tr[data-run=live]").text)
+        wait_for("both runs listed", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")) == 2)
+        wait_for(
+            "the live run shown running",
+            lambda: "running" in driver.find_element(By.CSS_SELECTOR, "#runs tr[data-run=live]").text,
+        )
         driver.save_screenshot(os.path.join(a.out, "runs.png"))
 
         # One finished run: a point per evaluation, a row per attempt.
         driver.get(url + "#run=finished")
         check_counts(driver, finished_evals, "the finished run")
         driver.find_element(By.CSS_SELECTOR, "#attempts tbody tr button.link").click()
-        wait_for("a candidate's diff", lambda: "against the starter" in driver.find_element(
-            By.ID, "candidate-box").text)
+        wait_for(
+            "a candidate's diff", lambda: "against the starter" in driver.find_element(By.ID, "candidate-box").text
+        )
         driver.save_screenshot(os.path.join(a.out, "run-finished.png"))
 
         # The live run: a new point arrives without a reload.
@@ -228,12 +269,10 @@ def main():
         wait_for("the live run's page", lambda: chart_points(driver, "chart-calls") >= 0)
         driver.execute_script("window.__noReload = 'still here';")
         before = chart_points(driver, "chart-calls")
-        wait_for("a new point from the live run",
-                 lambda: chart_points(driver, "chart-calls") > before, 60)
+        wait_for("a new point from the live run", lambda: chart_points(driver, "chart-calls") > before, 60)
         assert driver.execute_script("return window.__noReload") == "still here", "page reloaded"
         evals_now = count(log_events(a.marathon, live_dir), "eval.finished")
-        wait_for("the live chart to match the log",
-                 lambda: chart_points(driver, "chart-calls") >= evals_now, 20)
+        wait_for("the live chart to match the log", lambda: chart_points(driver, "chart-calls") >= evals_now, 20)
         driver.save_screenshot(os.path.join(a.out, "run-live.png"))
 
         # A goal edit from the page appends goal.changed.
@@ -241,8 +280,9 @@ def main():
         goal_before = count(log_events(a.marathon, live_dir), "goal.changed")
         driver.find_element(By.ID, "goal-text").send_keys(objective)
         driver.find_element(By.ID, "goal-save").click()
-        wait_for("the edited goal on the page",
-                 lambda: driver.find_element(By.ID, "goal-objective").text == objective, 20)
+        wait_for(
+            "the edited goal on the page", lambda: driver.find_element(By.ID, "goal-objective").text == objective, 20
+        )
         changed = [e for e in log_events(a.marathon, live_dir) if e["type"] == "goal.changed"]
         assert len(changed) == goal_before + 1, changed
         assert changed[-1]["payload"]["verb"] == "edit", changed[-1]
@@ -256,19 +296,17 @@ def main():
         live_evals = count(live_events, "eval.finished")
         assert live_evals == 6, live_evals
         report = os.path.join(a.out, "report.html")
-        subprocess.run([a.marathon, "report", live_dir, "-o", report], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run([a.marathon, "report", live_dir, "-o", report], check=True, stdout=subprocess.DEVNULL)
         procs.stop_all()  # no server from here on
         driver.get("file://" + report)
         check_counts(driver, live_evals, "the report")
         history = driver.find_element(By.ID, "goal-history").text
         assert objective in history, history
         assert driver.find_element(By.ID, "candidate").get_attribute("data-candidate"), "no best"
-        resources = driver.execute_script(
-            "return performance.getEntriesByType('resource').map(r => r.name)")
-        assert resources == [], "the report made requests: %r" % resources
+        resources = driver.execute_script("return performance.getEntriesByType('resource').map(r => r.name)")
+        assert resources == [], f"the report made requests: {resources!r}"
         driver.save_screenshot(os.path.join(a.out, "report.png"))
-        print("browser_test: ok (screenshots in %s)" % a.out)
+        print(f"browser_test: ok (screenshots in {a.out})")
     finally:
         if driver is not None:
             driver.quit()

@@ -1,7 +1,7 @@
 // unified_diff: the hunks a reader expects, and bounded work whatever the texts.
-#include <gtest/gtest.h>
-
 #include "serve/line_diff.h"
+
+#include <gtest/gtest.h>
 
 namespace marathon::serve {
 namespace {

@@ -1,9 +1,10 @@
 // The report: one file, everything inline, no request possible, and the model's text unable to
 // break out of the data block.
+#include "serve/report.h"
+
 #include <gtest/gtest.h>
 
 #include "run_log.h"
-#include "serve/report.h"
 
 namespace marathon::serve {
 namespace {

@@ -1,10 +1,11 @@
 // The runs folder: which names are run ids, and that links and folders without a log are not runs.
+#include "serve/run_catalog.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "../loop/loop_test_support.h"
-#include "serve/run_catalog.h"
 
 namespace marathon::serve {
 namespace {
@@ -14,8 +15,8 @@ namespace mt = marathon::testing;
 
 TEST(RunCatalog, RunIdsAreFolderNamesNeverPaths) {
   for (const char* id : {"r1", "kda-2026-12-05", "a.b_c", "X"}) EXPECT_TRUE(is_valid_run_id(id));
-  for (const char* id : {"", ".", "..", ".hidden", "-x", "a/b", "a\\b", "%2e%2e", "a b",
-                         "r1\n", "é"}) {
+  for (const char* id :
+       {"", ".", "..", ".hidden", "-x", "a/b", "a\\b", "%2e%2e", "a b", "r1\n", "é"}) {
     EXPECT_FALSE(is_valid_run_id(id)) << id;
   }
   EXPECT_TRUE(is_valid_run_id(std::string(128, 'a')));
@@ -26,7 +27,7 @@ TEST(RunCatalog, ListsRealRunFoldersOnly) {
   mt::TempDir tmp("catalog");
   fs::create_directories(tmp / "runs/good");
   std::ofstream(tmp / "runs/good/events.db") << "x";
-  fs::create_directories(tmp / "runs/empty");                  // no log
+  fs::create_directories(tmp / "runs/empty");  // no log
   fs::create_directories(tmp / "outside");
   std::ofstream(tmp / "outside/events.db") << "x";
   fs::create_directory_symlink(tmp / "outside", tmp / "runs/link");  // a link to a run

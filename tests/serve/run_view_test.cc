@@ -1,10 +1,11 @@
 // RunView: the series the dashboard draws come from the one fold, one entry per logged evaluation,
 // and stay right as the log grows.
+#include "serve/run_view.h"
+
 #include <gtest/gtest.h>
 
 #include "run_log.h"
 #include "serve/run_json.h"
-#include "serve/run_view.h"
 
 namespace marathon::serve {
 namespace {

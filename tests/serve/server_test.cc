@@ -1,13 +1,14 @@
 // The dashboard's HTTP contract through a real server on 127.0.0.1: the API over a runs folder,
 // live updates, the control verbs, and every bad request answered with a clear 4xx (never a crash,
 // never a file from outside the runs folder).
+#include "serve/server.h"
+
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <thread>
 
 #include "run_log.h"
-#include "serve/server.h"
 
 namespace marathon::serve {
 namespace {
@@ -216,12 +217,11 @@ TEST_F(Server, TheStreamSendsAnUpdateWhenTheRunAppends) {
   std::thread reader([&] {
     httplib::Client c("127.0.0.1", port_);
     c.set_read_timeout(20, 0);
-    c.Get("/api/runs/r1/stream?after=" + std::to_string(last),
-          [&](const char* data, size_t n) {
-            received.append(data, n);
-            if (received.find("\"kind\":\"ok\"") != std::string::npos) seen_eval = true;
-            return !seen_eval;
-          });
+    c.Get("/api/runs/r1/stream?after=" + std::to_string(last), [&](const char* data, size_t n) {
+      received.append(data, n);
+      if (received.find("\"kind\":\"ok\"") != std::string::npos) seen_eval = true;
+      return !seen_eval;
+    });
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   log_.write("value = 8\n");
