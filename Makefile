@@ -2,6 +2,7 @@
 #   make run   installs what is missing, builds, and runs the main job on its embedded default
 #   make test  installs what is missing, builds, and runs every C++ and Python test, then the fuzzers
 #              for a bounded time each (a clang build in build-fuzz; docs/reliability.md)
+#   make install PREFIX=...   builds and installs marathon under PREFIX (default /usr/local)
 SHELL := /bin/bash
 PRESET ?= $(if $(CI),ci,default)
 VENV ?= $(or $(MARATHON_VENV),$(HOME)/.cache/marathon/venv)
@@ -12,7 +13,7 @@ export MARATHON_PYTHON := $(PY)
 FUZZ_SECONDS ?= 10
 export FUZZ_SECONDS
 
-.PHONY: deps build run test test-cpp test-python test-fuzz build-fuzz format lint bench clean
+.PHONY: deps build install run test test-cpp test-python test-fuzz build-fuzz format lint bench clean
 
 deps:
 	@bash scripts/install-deps
@@ -20,6 +21,12 @@ deps:
 build: deps
 	cmake --preset $(PRESET)
 	cmake --build --preset $(PRESET) -j$$(nproc)
+
+# marathon as a tool: PREFIX/bin/marathon, its harness, bundled tasks and docs, and the venv above
+# recorded for it (docs/operations.md, "Install").
+PREFIX ?= /usr/local
+install: build
+	cmake --install build --prefix $(PREFIX)
 
 # The main job: an optimisation run on the CPU task. With no model configured (MARATHON_MODEL unset)
 # and no GPU, the policy is the built-in search; set MARATHON_MODEL=openai:gpt-4o (and the key) for an LLM.
@@ -51,6 +58,7 @@ format:
 lint: deps
 	$(VENV)/bin/clang-format --dry-run --Werror $$(git ls-files '*.cc' '*.h')
 	$(VENV)/bin/ruff check harness tasks kernels bench tests
+	$(VENV)/bin/ruff format --check harness tasks kernels bench tests
 
 clean:
 	rm -rf build build-fuzz

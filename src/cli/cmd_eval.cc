@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/installation.h"
 #include "eval/evaluator.h"
 #include "eval/result_cache.h"
 #include "goal/limits.h"
@@ -74,7 +75,7 @@ std::string human(const TaskSpec& task, const fs::path& cand, const std::string&
 void run_eval(const EvalCliOptions& opt) {
   TaskSpec task;
   try {
-    task = load_task(opt.task_dir);
+    task = load_task(resolve_task_dir(opt.task_dir));
   } catch (const TaskError& e) {
     spdlog::error("{}", e.what());
     exit_code = 2;

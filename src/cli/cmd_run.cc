@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/installation.h"
 #include "core/event_store.h"
 #include "core/fold.h"
 #include "core/run_dir.h"
@@ -105,7 +106,7 @@ int do_run(const RunArgs& a) {
   }
   TaskSpec task;
   try {
-    task = load_task(a.task_dir);
+    task = load_task(resolve_task_dir(a.task_dir));
   } catch (const TaskError& e) {
     spdlog::error("{}", e.what());
     return 2;

@@ -1,5 +1,7 @@
 // marathon serve [--runs DIR] [--port P] [--bind ADDR] [--token T]: the dashboard over the runs
 // in DIR (serve/server.h, docs/dashboard.md) until Ctrl-C.
+// marathon serve --stdio RUN_DIR...: the control protocol on stdin/stdout (cmd_serve_stdio.cc,
+// docs/protocol.md).
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -7,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.h"
 #include "serve/server.h"
@@ -61,7 +64,29 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--token", o->token,
                   "Token every API request must carry (default: none on loopback, else generated "
                   "and printed)");
-  cmd->callback([o] { exit_code = do_serve(*o); });
+  auto run_dirs = std::make_shared<std::vector<std::string>>();
+  auto stdio = std::make_shared<bool>(false);
+  cmd->add_flag("--stdio", *stdio,
+                "Speak the control protocol (JSON-RPC 2.0, one message per line) on stdin/stdout "
+                "for the RUN_DIRs instead of serving HTTP");
+  cmd->add_option("RUN_DIR", *run_dirs, "Run directories (with --stdio)");
+  cmd->callback([o, run_dirs, stdio] {
+    if (*stdio) {
+      if (run_dirs->empty()) {
+        spdlog::error("serve --stdio: name at least one RUN_DIR");
+        exit_code = 2;
+        return;
+      }
+      exit_code = serve_stdio(*run_dirs);
+      return;
+    }
+    if (!run_dirs->empty()) {
+      spdlog::error("serve: RUN_DIR arguments go with --stdio; the dashboard takes --runs DIR");
+      exit_code = 2;
+      return;
+    }
+    exit_code = do_serve(*o);
+  });
 }
 
 }  // namespace marathon::cli

@@ -63,6 +63,9 @@ inline constexpr const char* kGoalChanged = "goal.changed";
 inline constexpr const char* kBudgetWarned = "budget.warned";
 inline constexpr const char* kRunPaused = "run.paused";
 inline constexpr const char* kRunResumed = "run.resumed";
+// A client asked the runner to stop (`marathon stop`, the control protocol's run/stop): it pauses
+// at its next step with run.paused{stopped}. Void from the next run.resumed on (fold ignores it).
+inline constexpr const char* kRunStopRequested = "run.stop_requested";
 inline constexpr const char* kRunFinished = "run.finished";
 inline constexpr const char* kRunForked = "run.forked";  // first event of a fork after the prefix
 // A runner session started with --unsafe-no-sandbox: the model's commands and candidates' code ran

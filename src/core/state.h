@@ -129,7 +129,7 @@ struct State {
   // the reason the last one gave (the probe's finding, or that the user asked).
   std::vector<int64_t> sandbox_disabled;
   std::string sandbox_disabled_reason;
-  int64_t turns = 0;                         // model.request count
+  int64_t turns = 0;  // model.request count
 
   // Bookkeeping of fold itself (not shown by status): wall-time segments and goal turns.
   bool segment_open = false;     // a run segment (created/resumed .. paused/finished) is active

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "core/utf8.h"
 #include "sandbox/python_env.h"
@@ -33,18 +35,24 @@ std::string to_string(EvalStatus s) {
 }
 
 std::string default_python() {
-  const char* p = std::getenv("MARATHON_PYTHON");
-  return p && *p ? p : "python3";
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  if (std::string p = env("MARATHON_PYTHON"); !p.empty()) return p;
+  // The environment `make` installs (scripts/install-deps), found the way that script finds it.
+  std::filesystem::path venv = env("MARATHON_VENV");
+  if (venv.empty()) {
+    std::filesystem::path cache = env("XDG_CACHE_HOME");
+    if (cache.empty() && !env("HOME").empty())
+      cache = std::filesystem::path(env("HOME")) / ".cache";
+    if (!cache.empty()) venv = cache / "marathon" / "venv";
+  }
+  if (!venv.empty() && ::access((venv / "bin" / "python").c_str(), X_OK) == 0) {
+    return (venv / "bin" / "python").string();
+  }
+  return "python3";
 }
-
-namespace {
-// The text with every invalid UTF-8 sequence replaced by U+FFFD: a log quotes the evaluator's
-// stderr, and a JSON string that is not UTF-8 throws wherever the result is dumped.
-std::string valid_utf8(const std::string& s) {
-  return json::parse(json(s).dump(-1, ' ', false, json::error_handler_t::replace))
-      .get<std::string>();
-}
-}  // namespace
 
 json failed_result(EvalStatus status, const std::string& log) {
   return {{"schema_version", kResultSchemaVersion},

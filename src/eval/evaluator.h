@@ -32,7 +32,7 @@ struct EvalOutcome {
 };
 
 struct EvalOptions {
-  std::string python;               // empty: env MARATHON_PYTHON, else "python3"
+  std::string python;               // empty: default_python()
   std::optional<uint64_t> seed;     // sets MARATHON_EVAL_SEED (tests)
   std::optional<double> timeout_s;  // overrides the task's timeout_s
   size_t stdout_cap = 1 << 20;
@@ -44,7 +44,9 @@ struct EvalOptions {
   std::string bwrap = "bwrap";
 };
 
-// The interpreter evaluators get: env MARATHON_PYTHON, else "python3".
+// The interpreter evaluators get: env MARATHON_PYTHON; else the project's environment that `make`
+// installs ($MARATHON_VENV, else ${XDG_CACHE_HOME:-$HOME/.cache}/marathon/venv) when it exists;
+// else "python3" from PATH.
 std::string default_python();
 
 // Runs the task's evaluator on `candidate_dir` in the sandbox's evaluate profile: the task folder,

@@ -152,7 +152,6 @@ class TableReader {
   std::set<std::string> seen_;
 };
 
-
 // [a-z0-9][a-z0-9._-]*, checked by a loop: std::regex recurses once per character, so a long
 // name would overflow the stack.
 bool is_task_name(const std::string& s) {

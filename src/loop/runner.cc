@@ -12,6 +12,7 @@
 #include "core/checkpoint.h"
 #include "core/fold.h"
 #include "goal/budget.h"
+#include "loop/tool_call_log.h"
 #include "tools/json_schema.h"
 
 namespace marathon {
@@ -83,6 +84,7 @@ Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools,
   for (Event& e : store_.read()) {
     apply(state_, e);
     turns_.apply(e);
+    note_stop_request(e);
     events_.push_back(std::move(e));
   }
   if (!state_.created) {
@@ -99,9 +101,20 @@ double Runner::wall_s() const {
   return state_.used.wall_s + std::max(0.0, since);
 }
 
+void Runner::note_stop_request(const Event& e) {
+  if (e.type == ev::kRunStopRequested) {
+    auto reason = e.payload.find("reason");
+    stop_requested_ = reason != e.payload.end() && reason->is_string() ? reason->get<std::string>()
+                                                                       : std::string();
+  } else if (e.type == ev::kRunResumed) {
+    stop_requested_.reset();  // asked of an earlier session
+  }
+}
+
 void Runner::observe(const Event& e) {
   apply(state_, e);
   turns_.apply(e);
+  note_stop_request(e);
   events_.push_back(e);
   if (hooks_.progress) hooks_.progress->on_event(e, state_);
 }
@@ -128,19 +141,7 @@ void Runner::sync() {
   for (const Event& e : store_.read(state_.last_seq + 1)) observe(e);
 }
 
-ToolContext Runner::tool_context() {
-  ToolContext ctx;
-  ctx.workspace = run_dir_ / "workspace";
-  ctx.state = &state_;
-  ctx.run_dir = run_dir_;
-  ctx.put_blob = [this](const std::string& bytes) { return store_.put_blob(bytes); };
-  ctx.get_blob = [this](const std::string& sha) {
-    std::optional<std::string> b = store_.get_blob(sha);
-    if (!b) throw std::runtime_error(fmt::format("{}: blob {} is missing", store_.path(), sha));
-    return *b;
-  };
-  return ctx;
-}
+ToolContext Runner::tool_context() { return marathon::tool_context(store_, &state_, run_dir_); }
 
 std::optional<RunReport> Runner::check_stops() {
   if (state_.done) return RunReport{RunOutcome::kFinished, state_.finish_reason};
@@ -154,6 +155,11 @@ std::optional<RunReport> Runner::check_stops() {
   };
   if (hooks_.interrupted && hooks_.interrupted()) {
     return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
+  }
+  if (stop_requested_) {
+    return pause("stopped",
+                 fmt::format("stopped on request ({}); `marathon resume` carries on",
+                             stop_requested_->empty() ? "no reason given" : *stop_requested_));
   }
   if (state_.goal.status == "paused") {
     return pause("goal_paused",
@@ -207,36 +213,6 @@ std::string Runner::effective_tool_error(const LoggedToolCall& call, json* args)
   return "";
 }
 
-namespace {
-
-NewEvent finished_event(const Event& started, const std::string& call_id, const std::string& name,
-                        const ToolResult& r, double elapsed_s) {
-  json p = {{"call_id", call_id},
-            {"name", name},
-            {"ok", r.ok},
-            {"output", r.output},
-            {"elapsed_s", elapsed_s}};
-  if (!r.full_output_sha.empty()) p["output_sha"] = r.full_output_sha;
-  if (r.gpu_s > 0) p["gpu_s"] = r.gpu_s;
-  return {ev::kToolFinished, p, started.id};
-}
-
-std::vector<NewEvent> with_effects(NewEvent finished, const Event& started, ToolResult& r) {
-  std::vector<NewEvent> batch{std::move(finished)};
-  bool has_finish = false;
-  for (NewEvent& e : r.events) {
-    if (e.causation.empty()) e.causation = started.id;
-    has_finish = has_finish || e.type == ev::kRunFinished;
-    batch.push_back(std::move(e));
-  }
-  if (r.finishes_run && !has_finish) {
-    batch.push_back({ev::kRunFinished, {{"reason", "finish"}, {"summary", r.output}}, started.id});
-  }
-  return batch;
-}
-
-}  // namespace
-
 Runner::PreparedCall Runner::prepare_call(const LoggedToolCall& call, int64_t turn) {
   PreparedCall p;
   p.call = call;
@@ -271,7 +247,7 @@ void Runner::execute_call(const PreparedCall& p, const Event& started) {
     result = run_tool_safely(*tools_.find(call.name), p.args, ctx);
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  NewEvent fin = finished_event(started, call.id, call.name, result, elapsed);
+  NewEvent fin = tool_finished_event(started, call.id, call.name, result, elapsed);
   for (auto& [k, v] : extra.items()) fin.payload[k] = v;
   append(with_effects(std::move(fin), started, result));
 }
@@ -309,7 +285,7 @@ void Runner::recover_in_flight() {
       result.output = interrupted_message(t.name);
     }
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    NewEvent fin = finished_event(started, t.call_id, t.name, result, elapsed);
+    NewEvent fin = tool_finished_event(started, t.call_id, t.name, result, elapsed);
     if (!rerun) fin.payload["interrupted"] = true;
     append(with_effects(std::move(fin), started, result));
   }
@@ -368,6 +344,7 @@ bool Runner::stop_or_note_due(const BudgetUsed& used) const {
   // What check_stops() would act on, with `used` as the budget use.
   if (state_.done) return true;
   if (hooks_.interrupted && hooks_.interrupted()) return true;
+  if (stop_requested_) return true;
   if (state_.goal.status == "paused" || state_.goal.status == "cleared") return true;
   if (target_met(state_)) return true;
   if (exhausted_budget(state_.limits, used)) return true;

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <thread>
 
 namespace marathon::eval {
@@ -183,12 +185,12 @@ TEST_F(ScriptTask, StragglersAreKilledWhenTheEvaluatorExits) {
 
 TEST_F(ScriptTask, TheEvaluatorSeesNoSecretAndCannotWriteTheTaskOrCandidate) {
   setenv("OPENAI_API_KEY", "sk-evaluator-leak", 1);
-  EvalOutcome o = run(
-      "touch starter/kernel.cc.new 2>/dev/null && echo candidate-writable\n"
-      "touch task.toml.new 2>/dev/null && echo task-writable\n"
-      "env | grep -c sk-evaluator-leak >&2\n"
-      "cat /proc/1/environ | tr '\\0' '\\n' | grep sk-evaluator-leak >&2\n" +
-      std::string(kGood));
+  EvalOutcome o =
+      run("touch starter/kernel.cc.new 2>/dev/null && echo candidate-writable\n"
+          "touch task.toml.new 2>/dev/null && echo task-writable\n"
+          "env | grep -c sk-evaluator-leak >&2\n"
+          "cat /proc/1/environ | tr '\\0' '\\n' | grep sk-evaluator-leak >&2\n" +
+          std::string(kGood));
   unsetenv("OPENAI_API_KEY");
   ASSERT_EQ(o.status, EvalStatus::kOk) << o.result.dump();
   EXPECT_EQ(o.stderr_tail.find("sk-evaluator-leak"), std::string::npos) << o.stderr_tail;
@@ -221,7 +223,7 @@ TEST(ParseResult, InvalidUtf8OnStdoutIsQuotedReplacedNotThrown) {
   EXPECT_FALSE(parse_result(out, &err).has_value());
   EXPECT_THAT(err, HasSubstr("stdout began: "));
   EXPECT_THAT(err, HasSubstr("me\xEF\xBF\xBDrics"));  // U+FFFD
-  ProcessResult p;
+  marathon::sandbox::LaunchResult p;
   p.started = true;
   p.exit_code = 0;
   p.out = out;
@@ -280,3 +282,42 @@ TEST(ParseResult, QuoteOfLongOutputNeverSplitsACharacter) {
 
 }  // namespace
 }  // namespace marathon::eval
+
+// `marathon eval` run by hand finds the environment `make` installed, without MARATHON_PYTHON.
+TEST(DefaultPython, PrefersMarathonPythonThenTheInstalledVenvThenPython3) {
+  namespace fs = std::filesystem;
+  std::map<std::string, std::optional<std::string>> saved;
+  for (const char* name : {"HOME", "MARATHON_PYTHON", "MARATHON_VENV", "XDG_CACHE_HOME"}) {
+    const char* v = std::getenv(name);
+    saved[name] = v ? std::optional<std::string>(v) : std::nullopt;
+  }
+  fs::path home = fs::temp_directory_path() / ("marathon-python-" + std::to_string(::getpid()));
+  fs::remove_all(home);
+  unsetenv("MARATHON_PYTHON");
+  unsetenv("MARATHON_VENV");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", home.c_str(), 1);
+  EXPECT_EQ(marathon::eval::default_python(), "python3");  // no venv yet
+
+  fs::path bin = home / ".cache" / "marathon" / "venv" / "bin";
+  fs::create_directories(bin);
+  std::ofstream(bin / "python") << "#!/bin/sh\n";
+  fs::permissions(bin / "python", fs::perms::owner_all);
+  EXPECT_EQ(marathon::eval::default_python(), (bin / "python").string());
+
+  setenv("MARATHON_VENV", (home / "elsewhere").c_str(), 1);  // named but absent: not guessed
+  EXPECT_EQ(marathon::eval::default_python(), "python3");
+  unsetenv("MARATHON_VENV");
+
+  setenv("MARATHON_PYTHON", "/opt/py/bin/python3", 1);
+  EXPECT_EQ(marathon::eval::default_python(), "/opt/py/bin/python3");
+  unsetenv("MARATHON_PYTHON");
+
+  for (const auto& [name, value] : saved) {
+    if (value)
+      setenv(name.c_str(), value->c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
+  fs::remove_all(home);
+}

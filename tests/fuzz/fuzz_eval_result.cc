@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     expect(!error.empty(), "parse_result refused without a reason");
   }
-  marathon::eval::ProcessResult p;
+  marathon::sandbox::LaunchResult p;
   p.started = true;
   p.exit_code = 0;
   p.out = out;

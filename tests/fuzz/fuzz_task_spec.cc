@@ -48,7 +48,7 @@ void check_spec(const marathon::TaskSpec& spec) {
   expect(spec.evaluator.argv.empty() != spec.evaluator.shell.empty(),
          "the evaluator command must be exactly one of argv and shell");
   expect(!spec.evaluator.version.empty(), "accepted an empty evaluator version");
-  // The evaluator's deadline is a clock duration (eval/subprocess.cc): it must convert.
+  // The evaluator's deadline is a clock duration (sandbox/launcher.cc): it must convert.
   expect(spec.evaluator.timeout_s > 0 && spec.evaluator.timeout_s <= 1e9,
          "accepted timeout_s " + std::to_string(spec.evaluator.timeout_s));
   expect(!spec.goal.target || std::isfinite(*spec.goal.target), "accepted a non-finite target");

@@ -142,7 +142,9 @@ TEST_F(TaskDir, NonPositiveTimeoutIsRejected) {
   EXPECT_THAT(err, HasSubstr("[evaluator].timeout_s: must be > 0"));
 }
 
-// Numbers that bound a run: each bad one named with file, line and key (goal/limits.h).
+// Numbers that bound a run: each bad one named with file, line and key (goal/limits.h). An infinite
+// or huge timeout would overflow the evaluator's deadline
+// (tests/fuzz/corpus/task_spec/regression-infinite-timeout.toml).
 TEST_F(TaskDir, TimeoutThatIsNotAFiniteDayAtMostIsRejected) {
   for (const char* bad : {"nan", "inf", "-inf", "86401", "1e300"}) {
     std::string err =
@@ -152,14 +154,16 @@ TEST_F(TaskDir, TimeoutThatIsNotAFiniteDayAtMostIsRejected) {
   EXPECT_EQ(error_of(replace(kValid, "timeout_s = 30", "timeout_s = 86400")), "");
 }
 
+// The budget reads these counts as int64: 1e30, inf or nan would make that conversion undefined
+// (tests/fuzz/corpus/task_spec/regression-huge-count.toml).
 TEST_F(TaskDir, IntegerLimitsMustBeWholeNumbersInRange) {
   const std::pair<const char*, const char*> cases[] = {
       {"max_tool_calls = 2.5", "must be a whole number"},
       {"max_tool_calls = 1e30", "must be written as an integer"},
       {"max_tool_calls = 9223372036854775807", "must be <= "},
       {"max_tool_calls = -1", "must be >= 0"},
-      {"max_tool_calls = nan", "must be a whole number"},
-      {"max_tokens = inf", "must be a whole number"},
+      {"max_tool_calls = nan", "must be a finite number"},
+      {"max_tokens = inf", "must be a finite number"},
   };
   for (const auto& [line, why] : cases) {
     std::string err = error_of(replace(kValid, "max_tool_calls = 50", line));
@@ -188,31 +192,9 @@ TEST_F(TaskDir, TargetThatIsNotFiniteIsRejected) {
 TEST_F(TaskDir, PriceThatIsNotFiniteIsRejected) {
   std::string err =
       error_of(std::string(kValid) + "\n[prices]\n\"a:b\" = { prompt = inf, completion = 1 }\n");
-  EXPECT_THAT(err, HasSubstr("[prices.a:b].prompt: must be finite"));
+  EXPECT_THAT(err, HasSubstr("[prices.a:b].prompt: must be a finite number"));
   err = error_of(std::string(kValid) + "\n[prices]\n\"a:b\" = { prompt = 1, completion = nan }\n");
-  EXPECT_THAT(err, HasSubstr("[prices.a:b].completion: must be a number"));
-// The evaluator's deadline is a clock duration: an infinite or huge timeout would overflow it
-// (tests/fuzz/corpus/task_spec/regression-infinite-timeout.toml).
-TEST_F(TaskDir, InfiniteOrHugeTimeoutIsRejected) {
-  EXPECT_THAT(error_of(replace(kValid, "timeout_s = 30", "timeout_s = inf")),
-              HasSubstr("[evaluator].timeout_s: must be a finite number"));
-  EXPECT_THAT(error_of(replace(kValid, "timeout_s = 30", "timeout_s = 1e12")),
-              HasSubstr("[evaluator].timeout_s: must be > 0 and at most 1000000"));
-  EXPECT_EQ(error_of(replace(kValid, "timeout_s = 30", "timeout_s = 1e6")), "");
-}
-
-// The budget reads these counts as int64: 1e300, inf or nan would make that conversion undefined
-// (tests/fuzz/corpus/task_spec/regression-huge-count.toml).
-TEST_F(TaskDir, LimitCountsThatAreNotWholeNumbersAnInt64HoldsAreRejected) {
-  for (const char* bad : {"1e300", "inf", "nan", "2.5", "9007199254740994.0"}) {
-    EXPECT_THAT(
-        error_of(replace(kValid, "max_tool_calls = 50", std::string("max_tool_calls = ") + bad)),
-        HasSubstr("[limits].max_tool_calls: must be a"))
-        << bad;
-  }
-  EXPECT_THAT(error_of(replace(kValid, "max_tool_calls = 50", "max_wall_s = -inf")),
-              HasSubstr("[limits].max_wall_s: must be a finite number"));
-  EXPECT_EQ(error_of(replace(kValid, "max_tool_calls = 50", "max_tokens = 9007199254740992")), "");
+  EXPECT_THAT(err, HasSubstr("[prices.a:b].completion: must be a finite number"));
 }
 
 // std::regex recurses once per character: a long name would overflow the stack

@@ -136,13 +136,21 @@ TEST_P(Launcher, AnExitingCommandTakesItsProcessGroupWithIt) {
 
 TEST_P(Launcher, ARunnerKilledWithSigkillTakesTheLaunchWithIt) {
   std::string mark = sleep_mark();
-  LaunchSpec spec = run_spec("sleep " + mark, 300);
+  // The command announces itself from inside the sandbox: the runner is killed while the command
+  // runs, not while bubblewrap is still building the sandbox (docs/security.md: that window).
+  const std::filesystem::path started = ws_.path() / "started";
+  LaunchSpec spec = run_spec("touch " + started.string() + "; sleep " + mark, 300);
   pid_t runner = fork();
   ASSERT_GE(runner, 0);
   if (runner == 0) {
     launch(spec);
     _exit(0);
   }
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!std::filesystem::exists(started) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(std::filesystem::exists(started)) << "the command never started";
   ASSERT_TRUE(appears("sleep " + mark)) << "the command never started";
   ASSERT_EQ(kill(runner, SIGKILL), 0);
   int status = 0;
@@ -199,19 +207,28 @@ TEST_F(Sandboxed, EvaluateProfileReadsItsFoldersWritesOnlyItsScratchAndLeavesNot
   s.readable = {task, cand};
   s.cwd = task;
   s.argv = {"/bin/sh", "-c",
-            "cat spec.txt " + (cand / "kernel.cc").string() + "; echo home=$HOME; "
-            "echo x > $HOME/made && echo scratch-writable; "
-            "cat " + (base.path() / "events.db").string() + " || echo private-hidden; "
-            "touch " + (decoy / "escaped").string() + " || echo decoy-refused; "
-            "touch " + (cand / "changed").string() + " || echo candidate-read-only; "
-            "touch " + (task / "changed").string() + " || echo task-read-only; "
-            "echo $HOME > /tmp/home-was; exit 0"};
+            "cat spec.txt " + (cand / "kernel.cc").string() +
+                "; echo home=$HOME; "
+                "echo x > $HOME/made && echo scratch-writable; "
+                "cat " +
+                (base.path() / "events.db").string() +
+                " || echo private-hidden; "
+                "touch " +
+                (decoy / "escaped").string() +
+                " || echo decoy-refused; "
+                "touch " +
+                (cand / "changed").string() +
+                " || echo candidate-read-only; "
+                "touch " +
+                (task / "changed").string() +
+                " || echo task-read-only; "
+                "echo $HOME > /tmp/home-was; exit 0"};
   LaunchResult r = launch(s);
   ASSERT_TRUE(r.started) << r.setup_error;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* want : {"task-visible", "candidate-visible", "scratch-writable",
-                           "private-hidden", "decoy-refused", "candidate-read-only",
-                           "task-read-only"}) {
+  for (const char* want :
+       {"task-visible", "candidate-visible", "scratch-writable", "private-hidden", "decoy-refused",
+        "candidate-read-only", "task-read-only"}) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want << " missing from: " << r.out;
   }
   EXPECT_EQ(r.out.find("runner-private"), std::string::npos) << r.out;

@@ -22,20 +22,28 @@ using testing::ScriptedLlmServer;
 using testing::TempDir;
 
 struct Attack {
-  fs::path decoy;        // a folder of the test's, outside everything the run may write
-  fs::path home;         // marathon's $HOME
-  std::string run_mark;  // in the command lines of what the `run` command leaves behind
-  std::string eval_mark; // in the command lines of what the candidate leaves behind
-  int port = 0;          // the scripted provider's port on 127.0.0.1
+  fs::path decoy;         // a folder of the test's, outside everything the run may write
+  fs::path home;          // marathon's $HOME
+  std::string run_mark;   // in the command lines of what the `run` command leaves behind
+  std::string eval_mark;  // in the command lines of what the candidate leaves behind
+  int port = 0;           // the scripted provider's port on 127.0.0.1
 };
 
 // Python: the candidate. Writes everywhere it should not, forks detached loops, tries the network.
 std::string escaping_kernel(const Attack& a) {
   return "import os, socket, subprocess\n"
-         "DECOY = " + json(a.decoy.string()).dump() + "\n"
-         "HOME = " + json(a.home.string()).dump() + "\n"
-         "TASK = " + json(testing::hostile_task().string()).dump() + "\n"
-         "MARK = " + json(a.eval_mark).dump() + "\n"
+         "DECOY = " +
+         json(a.decoy.string()).dump() +
+         "\n"
+         "HOME = " +
+         json(a.home.string()).dump() +
+         "\n"
+         "TASK = " +
+         json(testing::hostile_task().string()).dump() +
+         "\n"
+         "MARK = " +
+         json(a.eval_mark).dump() +
+         "\n"
          "def main():\n"
          "    out = []\n"
          "    for p in [DECOY + '/from-candidate', HOME + '/from-candidate',\n"
@@ -45,7 +53,8 @@ std::string escaping_kernel(const Attack& a) {
          "            out.append('wrote ' + p)\n"
          "        except OSError as e:\n"
          "            out.append('refused ' + p + ': ' + e.strerror)\n"
-         "    loop = 'while true; do echo alive >> ' + DECOY + '/alive-candidate; sleep 0.2; done; : ' + MARK\n"
+         "    loop = 'while true; do echo alive >> ' + DECOY + '/alive-candidate; sleep 0.2; done; "
+         ": ' + MARK\n"
          "    subprocess.Popen(['setsid', 'sh', '-c', loop], start_new_session=True,\n"
          "                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,\n"
          "                     stderr=subprocess.DEVNULL)\n"
@@ -53,7 +62,9 @@ std::string escaping_kernel(const Attack& a) {
          "        os.setsid()\n"
          "        os.execvp('sh', ['sh', '-c', loop])\n"
          "    try:\n"
-         "        socket.create_connection(('127.0.0.1', " + std::to_string(a.port) + "), timeout=5)\n"
+         "        socket.create_connection(('127.0.0.1', " +
+         std::to_string(a.port) +
+         "), timeout=5)\n"
          "        out.append('network reached')\n"
          "    except OSError as e:\n"
          "        out.append('no network: ' + str(e))\n"
@@ -100,8 +111,8 @@ TEST(Escape, HostileCommandAndCandidateWriteNothingOutsideReachNoNetworkAndLeave
         std::vector<std::string> left = testing::survivors(attack.run_mark);
         std::lock_guard<std::mutex> lock(mu);
         after_run = left;
-        calls.push_back(call("write_file",
-                             {{"path", "kernel.py"}, {"content", escaping_kernel(attack)}}));
+        calls.push_back(
+            call("write_file", {{"path", "kernel.py"}, {"content", escaping_kernel(attack)}}));
         break;
       }
       case 2:
@@ -126,10 +137,10 @@ TEST(Escape, HostileCommandAndCandidateWriteNothingOutsideReachNoNetworkAndLeave
 
   fs::path run = dir / "run";
   std::map<std::string, std::string> env{{"HOME", a.home.string()}};
-  int rc = run_binary({"run", testing::hostile_task().string(), "--run-dir", run.string(),
-                       "--policy", "llm", "--model", "vllm:scripted", "--base-url",
-                       server.base_url(), "--quiet"},
-                      env, dir / "run.log");
+  int rc =
+      run_binary({"run", testing::hostile_task().string(), "--run-dir", run.string(), "--policy",
+                  "llm", "--model", "vllm:scripted", "--base-url", server.base_url(), "--quiet"},
+                 env, dir / "run.log");
   ASSERT_EQ(rc, 0) << read_text(dir / "run.log");
 
   std::vector<Event> events = load_events(run);

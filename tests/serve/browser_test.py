@@ -142,8 +142,7 @@ def attempt_rows(driver):
 def check_counts(driver, evals, where):
     for canvas in ("chart-calls", "chart-wall"):
         got = wait_for(f"{canvas} points on {where}", lambda c=canvas: chart_points(driver, c) == evals and evals, 20)
-        points = chart_points(driver, canvas)
-        assert got, f"{where}: {canvas} has {points} points, the log {evals} evaluations"
+        assert got, f"{where}: {canvas} has {chart_points(driver, canvas)} points, the log {evals} evaluations"
     wait_for(f"{evals} attempts rows on {where}", lambda: attempt_rows(driver) == evals, 20)
 
 
