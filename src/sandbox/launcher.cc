@@ -372,6 +372,20 @@ LaunchResult launch_unchecked(const LaunchSpec& spec) {
     if (py.error.empty()) {
       readable.insert(readable.end(), py.dirs.begin(), py.dirs.end());
       python_bin = fs::path(py.executable).parent_path().string();
+      // The interpreter may be reached through links that live outside its prefix (a recorded
+      // name, a venv's bin/python): every folder on the way to the real file is bound read-only.
+      fs::path hop = py.executable;
+      for (int i = 0; i < 40 && hop.is_absolute(); ++i) {
+        fs::path dir = hop.parent_path();
+        bool bound = false;
+        for (const auto& r : readable) bound = bound || under(dir.string(), r.string());
+        if (!bound) readable.push_back(dir);
+        std::error_code ec;
+        if (!fs::is_symlink(hop, ec)) break;
+        fs::path target = fs::read_symlink(hop, ec);
+        if (ec) break;
+        hop = (target.is_absolute() ? target : dir / target).lexically_normal();
+      }
     }
   }
 
