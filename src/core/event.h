@@ -71,6 +71,16 @@ inline constexpr const char* kRunForked = "run.forked";  // first event of a for
 // A runner session started with --unsafe-no-sandbox: the model's commands and candidates' code ran
 // without the sandbox from here (docs/security.md).
 inline constexpr const char* kSandboxDisabled = "sandbox.disabled";
+// Executors (src/eval/executor.h, docs/scale-out.md); fold reads nothing from them.
+// A Ray job about to be submitted for an evaluation: durable before the submit request, so that a
+// resumed runner finds the job by its submission id instead of submitting it again.
+inline constexpr const char* kEvalSubmitted = "eval.submitted";
+// A Ray job that ended without a result (its worker or node died, it was stopped): retried once
+// under a new submission id, then reported as the evaluation's outcome.
+inline constexpr const char* kExecutorJobLost = "executor.job_lost";
+// A local slot (a GPU) whose evaluations faulted or hung twice in a row: no evaluation is given to
+// it again in this runner session.
+inline constexpr const char* kExecutorSlotQuarantined = "executor.slot_quarantined";
 }  // namespace ev
 
 }  // namespace marathon

@@ -1,0 +1,53 @@
+#include "eval/shared_results.h"
+
+namespace marathon::eval {
+
+void SharedResults::seed(const State& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, entry] : state.eval_cache) {
+    if (entry.is_object() && entry.value("status", "") == "ok" && entry.contains("result") &&
+        entry["result"].is_object()) {
+      results_.emplace(key, json{{"status", "ok"}, {"result", entry["result"]}});
+    }
+  }
+}
+
+std::optional<json> SharedResults::claim(const std::string& key) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    auto it = results_.find(key);
+    if (it != results_.end()) {
+      ++served_;
+      return it->second;
+    }
+    if (!in_flight_.count(key)) {
+      in_flight_.insert(key);
+      return std::nullopt;
+    }
+    changed_.wait(lock);
+  }
+}
+
+void SharedResults::publish(const std::string& key, const std::string& status, const json& result) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.erase(key);
+    if (status == "ok") results_[key] = json{{"status", status}, {"result", result}};
+  }
+  changed_.notify_all();
+}
+
+void SharedResults::abandon(const std::string& key) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.erase(key);
+  }
+  changed_.notify_all();
+}
+
+int64_t SharedResults::served() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return served_;
+}
+
+}  // namespace marathon::eval
