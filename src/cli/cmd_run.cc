@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -17,8 +18,10 @@
 #include "core/fold.h"
 #include "core/run_dir.h"
 #include "core/run_lock.h"
+#include "eval/executor.h"
 #include "goal/limits.h"
 #include "goal/task_spec.h"
+#include "loop/branches.h"
 #include "loop/drive.h"
 #include "loop/replay.h"
 #include "loop/run_setup.h"
@@ -50,7 +53,42 @@ struct RunArgs {
   int goal_auto_pause = 5;
   bool quiet = false;
   bool unsafe_no_sandbox = false;
+  std::string executor;  // local | ray://HOST:PORT
+  int gpus = 0;
+  int slots = 0;
+  std::string ray_worker_binary;
+  int branches = 1;
 };
+
+// The executor the flags ask for; nullopt with *error naming the flag.
+std::optional<eval::ExecutorSpec> executor_spec(const RunArgs& a, std::string* error) {
+  std::string why;
+  std::optional<eval::ExecutorSpec> spec = eval::parse_executor(a.executor, &why);
+  if (!spec) {
+    *error = "--executor " + why;
+    return std::nullopt;
+  }
+  if (a.gpus < 0 || a.slots < 0 || a.gpus > 4096 || a.slots > 4096) {
+    *error = "--gpus and --slots take a count from 1 to 4096";
+    return std::nullopt;
+  }
+  if (a.gpus > 0 && a.slots > 0) {
+    *error = "--gpus and --slots exclude each other (GPU slots or CPU slots)";
+    return std::nullopt;
+  }
+  if (spec->kind == eval::ExecutorKind::kRay && (a.gpus > 0 || a.slots > 0)) {
+    *error = "--gpus and --slots size the local executor; a Ray cluster has its own";
+    return std::nullopt;
+  }
+  if (spec->kind != eval::ExecutorKind::kRay && !a.ray_worker_binary.empty()) {
+    *error = "--ray-worker-binary goes with --executor ray://HOST:PORT";
+    return std::nullopt;
+  }
+  spec->gpus = a.gpus > 0;
+  spec->slots = a.gpus > 0 ? a.gpus : a.slots;
+  if (!a.ray_worker_binary.empty()) spec->worker_binary = a.ray_worker_binary;
+  return spec;
+}
 
 // --model-timeout: positive, finite seconds (libcurl reads 0 as "no limit"), at most a day.
 std::optional<std::string> model_timeout_problem(double seconds) {
@@ -93,10 +131,28 @@ std::string flag_problem(const RunArgs& a) {
   if (a.model_timeout)
     checks.emplace_back("--model-timeout", model_timeout_problem(*a.model_timeout));
   checks.emplace_back("--goal-auto-pause", range_problem(a.goal_auto_pause, 0, true, 1e6));
+  if (a.branches < 1 || a.branches > kMaxBranches) {
+    checks.emplace_back("--branches", fmt::format("must be a count from 1 to {}, got {}",
+                                                  kMaxBranches, a.branches));
+  }
   for (const auto& [flag, why] : checks) {
     if (why) return fmt::format("{}: {}", flag, *why);
   }
   return "";
+}
+
+// Drives the branches, prints their summary; the exit code: 1 when a branch failed, else 0.
+int drive_branches_and_report(const std::vector<Branch>& branches, const fs::path& run_dir,
+                              bool quiet, eval::Executor* executor) {
+  BranchesOptions bo;
+  bo.quiet = quiet;
+  bo.executor = executor;
+  BranchesReport r = drive_branches(branches, bo);
+  std::fputs(branches_summary(r, run_dir).c_str(), stdout);
+  std::fflush(stdout);
+  int rc = 0;
+  for (const RunReport& rep : r.reports) rc = std::max(rc, exit_code_for(rep));
+  return rc;
 }
 
 int do_run(const RunArgs& a) {
@@ -111,15 +167,29 @@ int do_run(const RunArgs& a) {
     spdlog::error("{}", e.what());
     return 2;
   }
-  if (task.needs_gpu && !have_gpu()) {
+  std::string executor_error;
+  std::optional<eval::ExecutorSpec> espec = executor_spec(a, &executor_error);
+  if (!espec) {
+    spdlog::error("run: {}", executor_error);
+    return 2;
+  }
+  if (task.needs_gpu && espec->kind == eval::ExecutorKind::kLocal && !have_gpu()) {
     spdlog::error("task {} needs a GPU and this machine has none (nvidia-smi found no device)",
                   task.name);
+    return 2;
+  }
+  std::unique_ptr<eval::Executor> executor;
+  try {
+    executor = eval::make_executor(*espec);
+  } catch (const std::exception& e) {
+    spdlog::error("run: {}", e.what());
     return 2;
   }
   SandboxGate gate = sandbox_gate(a.unsafe_no_sandbox, "run");
   if (!gate.ok) return 2;
   if (!a.api_key_env.empty()) sandbox::never_pass(a.api_key_env);
   NewRunOptions o;
+  o.extra_config["executor"] = espec->to_json();
   o.model = a.model;
   if (o.model.empty()) {
     if (const char* m = std::getenv("MARATHON_MODEL")) o.model = m;
@@ -147,37 +217,140 @@ int do_run(const RunArgs& a) {
   o.model_timeout_s = a.model_timeout;
   o.goal_auto_pause_turns = a.goal_auto_pause;
 
-  std::optional<RunLock> lock;
-  try {
-    lock.emplace(RunLock::acquire_new(o.run_dir));
-  } catch (const StoreError& e) {
-    spdlog::error("run: {}", e.what());
-    return 1;
+  // One run per branch (loop/branches.h): branch 0 in the run directory, the others below it.
+  const int k = a.branches;
+  if (k > 1) o.extra_config["branches"] = k;
+  std::deque<RunLock> locks;
+  std::vector<std::unique_ptr<EventStore>> stores;
+  std::deque<State> states;  // each policy keeps a pointer to its branch's state
+  std::vector<std::unique_ptr<Policy>> policies;
+  for (int i = 0; i < k; ++i) {
+    NewRunOptions oi = o;
+    oi.run_dir = branch_dir(o.run_dir, i);
+    if (k > 1) {
+      oi.extra_config["branch"] = i;
+      oi.objective_note = branch_note(i, k);
+    }
+    std::error_code ec;
+    if (i > 0) fs::create_directories(oi.run_dir.parent_path(), ec);
+    try {
+      locks.push_back(RunLock::acquire_new(oi.run_dir));
+    } catch (const StoreError& e) {
+      spdlog::error("run: {}", e.what());
+      return 1;
+    }
+    std::unique_ptr<EventStore> store;
+    try {
+      store = create_run(task, oi);
+    } catch (...) {
+      locks.back().abandon_new();
+      throw;
+    }
+    RunLock* lock = &locks.back();
+    store->set_write_guard([lock] { lock->verify(); });
+    if (gate.unsandboxed) {
+      store->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "run"}}});
+    }
+    states.push_back(fold(store->read()));
+    try {
+      policies.push_back(make_policy(o.policy, PolicyOptions{&states.back(), nullptr}));
+    } catch (const std::invalid_argument& e) {
+      spdlog::error("{}", e.what());
+      return 2;
+    }
+    stores.push_back(std::move(store));
   }
-  std::unique_ptr<EventStore> store;
-  try {
-    store = create_run(task, o);
-  } catch (...) {
-    lock->abandon_new();
-    throw;
+  std::printf("marathon: run %s on task %s, policy %s%s%s\n", o.run_dir.string().c_str(),
+              task.name.c_str(), o.policy.c_str(),
+              o.model.empty() ? "" : fmt::format(" ({})", o.model).c_str(),
+              k > 1 ? fmt::format(", {} branches", k).c_str() : "");
+  std::fflush(stdout);
+  if (k == 1) {
+    DriveOptions options{a.quiet, {}};
+    options.executor = executor.get();
+    return exit_code_for(drive(*stores[0], o.run_dir, *policies[0], options));
   }
-  store->set_write_guard([&lock] { lock->verify(); });
-  if (gate.unsandboxed) {
-    store->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "run"}}});
+  std::vector<Branch> branches;
+  for (int i = 0; i < k; ++i) {
+    branches.push_back(
+        {branch_dir(o.run_dir, i), stores[size_t(i)].get(), policies[size_t(i)].get()});
   }
-  State state = fold(store->read());
-  std::unique_ptr<Policy> policy;
+  return drive_branches_and_report(branches, o.run_dir, a.quiet, executor.get());
+}
+
+// Resumes every branch of a run with branches (branch 0's log is open in *store0, nullptr when it
+// has finished; its lock is held by the caller).
+int resume_branches(const fs::path& run_dir, bool quiet, const json& overrides,
+                    const SandboxGate& gate, RunLock& lock0, std::unique_ptr<EventStore> store0,
+                    const State& state0) {
+  const int k = branch_count(state0);
+  std::deque<RunLock> locks;
+  std::vector<std::unique_ptr<EventStore>> stores;
+  std::deque<State> states;
+  std::vector<std::unique_ptr<Policy>> policies;
+  int unfinished = 0;
+  for (int i = 0; i < k; ++i) {
+    fs::path dir = branch_dir(run_dir, i);
+    State si;
+    std::unique_ptr<EventStore> st;
+    RunLock* lock = &lock0;
+    if (i == 0) {
+      si = state0;
+      st = std::move(store0);
+    } else {
+      try {
+        locks.push_back(RunLock::acquire(existing_run_dir(dir).root));
+      } catch (const StoreError& e) {
+        spdlog::error("resume: branch {}: {}", i, e.what());
+        return 1;
+      }
+      lock = &locks.back();
+      st = reopen_run(dir, &si, overrides);
+    }
+    if (st) {
+      ++unfinished;
+      st->set_write_guard([lock] { lock->verify(); });
+      if (gate.unsandboxed) {
+        st->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "resume"}}});
+      }
+    } else {
+      // Finished: its runner only reports it (nothing is appended to a finished run).
+      st = EventStore::open((dir / "events.db").string(), EventStore::Mode::kOpen);
+    }
+    if (std::string key_env = si.config.value("api_key_env", ""); !key_env.empty()) {
+      sandbox::never_pass(key_env);
+    }
+    states.push_back(si);
+    try {
+      policies.push_back(
+          make_policy(si.config.value("policy", "search"), PolicyOptions{&states.back(), nullptr}));
+    } catch (const std::invalid_argument& e) {
+      spdlog::error("{}", e.what());
+      return 2;
+    }
+    stores.push_back(std::move(st));
+  }
+  if (unfinished == 0) {
+    std::printf("marathon: every branch of %s has finished; nothing to resume\n",
+                run_dir.string().c_str());
+    return 0;
+  }
+  std::unique_ptr<eval::Executor> executor;
   try {
-    policy = make_policy(o.policy, PolicyOptions{&state, nullptr});
-  } catch (const std::invalid_argument& e) {
-    spdlog::error("{}", e.what());
+    executor = eval::make_executor(eval::executor_from_config(state0.config));
+  } catch (const std::exception& e) {
+    spdlog::error("resume: {}", e.what());
     return 2;
   }
-  std::printf("marathon: run %s on task %s, policy %s%s\n", o.run_dir.string().c_str(),
-              task.name.c_str(), o.policy.c_str(),
-              o.model.empty() ? "" : fmt::format(" ({})", o.model).c_str());
+  std::printf("marathon: resuming %s, %d of %d branches unfinished\n", run_dir.string().c_str(),
+              unfinished, k);
   std::fflush(stdout);
-  return exit_code_for(drive(*store, o.run_dir, *policy, DriveOptions{a.quiet, {}}));
+  std::vector<Branch> branches;
+  for (int i = 0; i < k; ++i) {
+    branches.push_back(
+        {branch_dir(run_dir, i), stores[size_t(i)].get(), policies[size_t(i)].get()});
+  }
+  return drive_branches_and_report(branches, run_dir, quiet, executor.get());
 }
 
 int do_resume(const std::string& run_dir, bool quiet, const std::optional<double>& model_timeout,
@@ -203,6 +376,9 @@ int do_resume(const std::string& run_dir, bool quiet, const std::optional<double
   }
   State state;
   std::unique_ptr<EventStore> store = reopen_run(run_dir, &state, overrides);
+  if (branch_count(state) > 1) {
+    return resume_branches(run_dir, quiet, overrides, gate, *lock, std::move(store), state);
+  }
   if (!store) {
     std::printf("marathon: run %s has already finished (%s); nothing to resume\n", run_dir.c_str(),
                 state.finish_reason.c_str());
@@ -221,6 +397,7 @@ int do_resume(const std::string& run_dir, bool quiet, const std::optional<double
   std::unique_ptr<EventStore> original;
   std::vector<Event> original_events;
   DriveOptions options{quiet, {}};
+  std::unique_ptr<eval::Executor> executor;
   if (created.contains("replay_of")) {
     // A replay that was stopped: serve the rest of the original's responses.
     fs::path from = created["replay_of"].value("run_dir", "");
@@ -233,10 +410,14 @@ int do_resume(const std::string& run_dir, bool quiet, const std::optional<double
   } else {
     try {
       policy = make_policy(state.config.value("policy", "search"), PolicyOptions{&state, nullptr});
-    } catch (const std::invalid_argument& e) {
+      // The executor the run was started with (its config), e.g. the same Ray cluster: a job
+      // submitted before the stop is found there again.
+      executor = eval::make_executor(eval::executor_from_config(state.config));
+    } catch (const std::exception& e) {
       spdlog::error("{}", e.what());
       return 2;
     }
+    options.executor = executor.get();
   }
   std::printf("marathon: resuming %s at event %lld (%lld tool calls so far)\n", run_dir.c_str(),
               static_cast<long long>(state.last_seq),
@@ -271,6 +452,18 @@ void register_run(CLI::App& app) {
       "Seconds one HTTP attempt of a model call may take (default 120; kept for resume)");
   run->add_option("--goal-auto-pause", args->goal_auto_pause,
                   "Goal turns without progress before the goal pauses itself (0: never)");
+  run->add_option("--executor", args->executor,
+                  "Where evaluations run: local (default) or ray://HOST:PORT (a Ray head's "
+                  "dashboard; docs/scale-out.md)");
+  run->add_option("--gpus", args->gpus,
+                  "local executor: evaluate on the first N GPUs of this host (default: all)");
+  run->add_option("--slots", args->slots,
+                  "local executor: N CPU slots (evaluations at a time; default 1 without a GPU)");
+  run->add_option("--ray-worker-binary", args->ray_worker_binary,
+                  "ray executor: the marathon binary on the workers (default: marathon on PATH)");
+  run->add_option("--branches", args->branches,
+                  "Run K agent branches on the goal at once, sharing the executor, the result "
+                  "cache, findings and dead ends, and the budgets (docs/scale-out.md)");
   run->add_flag("--quiet", args->quiet, "No live progress, only the summary");
   run->add_flag("--unsafe-no-sandbox", args->unsafe_no_sandbox, kUnsafeNoSandboxHelp);
   run->callback([args] { exit_code = do_run(*args); });

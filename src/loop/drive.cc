@@ -35,6 +35,7 @@ RunReport drive(EventStore& store, const std::filesystem::path& run_dir, Policy&
   hooks.interrupted = interrupt_requested;
   hooks.logged_result = options.logged_result;
   hooks.progress = progress.get();
+  hooks.executor = options.executor;
   Runner runner(store, policy, tools, run_dir, hooks);
   RunReport report = runner.run();
   progress.reset();  // the status line is erased before the summary

@@ -13,8 +13,9 @@
 namespace marathon {
 
 struct DriveOptions {
-  bool quiet = false;            // no live progress (the summary is still printed)
-  LoggedResultFn logged_result;  // replay
+  bool quiet = false;                  // no live progress (the summary is still printed)
+  LoggedResultFn logged_result;        // replay
+  eval::Executor* executor = nullptr;  // where evaluations run (null: in-process, one at a time)
 };
 
 // Runs the loop on an open run until it stops. Returns the report and leaves the final state in

@@ -68,6 +68,12 @@ std::string progress_line(const Event& e, const State& s, bool with_tool_calls) 
   } else if (e.type == ev::kLlmUsageRejected) {
     line = fmt::format("           usage not believed, estimated instead: {}",
                        one_line(p.value("problems", json::array()).dump(), 100));
+  } else if (e.type == ev::kExecutorJobLost) {
+    line = fmt::format("           executor: {}{}", one_line(p.value("reason", ""), 100),
+                       p.value("retry", json()).is_string() ? "; retried once" : "; given up");
+  } else if (e.type == ev::kExecutorSlotQuarantined) {
+    line = fmt::format("           executor: slot {} quarantined ({} faulted or hung evaluations)",
+                       p.value("slot", ""), p.value("faults_in_a_row", 0));
   } else if (e.type == ev::kRunPaused || e.type == ev::kRunFinished) {
     line = fmt::format("           {}: {} {}", e.type, p.value("reason", ""),
                        one_line(p.value("message", p.value("summary", "")), 100));

@@ -40,9 +40,10 @@ json run_created_payload(const TaskSpec& task, const NewRunOptions& o, const std
   if (o.max_tokens) limits.max_tokens = *o.max_tokens;
   if (o.max_gpu_s) limits.max_gpu_s = *o.max_gpu_s;
 
-  json goal = {{"objective", task.description},
-               {"metric", task.goal.metric},
-               {"direction", task.goal.direction}};
+  std::string objective = task.description;
+  if (!o.objective_note.empty()) objective += "\n\n" + o.objective_note;
+  json goal = {
+      {"objective", objective}, {"metric", task.goal.metric}, {"direction", task.goal.direction}};
   std::optional<double> target = o.target ? o.target : task.goal.target;
   if (target) goal["target"] = *target;
 

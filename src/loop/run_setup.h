@@ -31,6 +31,7 @@ struct NewRunOptions {
   std::optional<double> model_timeout_s;  // one HTTP attempt of a model call (--model-timeout)
   int goal_auto_pause_turns = 5;       // goal turns without progress before the goal pauses itself
   json extra_config = json::object();  // merged into config (e.g. replay's source run)
+  std::string objective_note;  // appended to the task's objective (a branch: loop/branches.h)
 };
 
 // The run.created payload (pure): task spec, goal, budget, config. Never holds an API key.

@@ -141,7 +141,14 @@ void Runner::sync() {
   for (const Event& e : store_.read(state_.last_seq + 1)) observe(e);
 }
 
-ToolContext Runner::tool_context() { return marathon::tool_context(store_, &state_, run_dir_); }
+ToolContext Runner::tool_context(int64_t started_seq) {
+  ToolContext ctx = marathon::tool_context(store_, &state_, run_dir_);
+  ctx.executor = hooks_.executor;
+  ctx.log_now = [this](const NewEvent& e) { append({e}); };
+  ctx.call_key = fmt::format("{}-{}", state_.run_id, started_seq);
+  ctx.shared_results = hooks_.shared_results;
+  return ctx;
+}
 
 std::optional<RunReport> Runner::check_stops() {
   if (state_.done) return RunReport{RunOutcome::kFinished, state_.finish_reason};
@@ -172,6 +179,7 @@ std::optional<RunReport> Runner::check_stops() {
   }
   BudgetUsed used = state_.used;
   used.wall_s = wall_s();
+  if (hooks_.shared_budget) used = hooks_.shared_budget(used);
   if (auto over = exhausted_budget(state_.limits, used)) {
     return finish("budget", fmt::format("{} budget used up ({:.6g} of {:.6g}); {}", over->which,
                                         over->used, over->limit, best_text(state_)));
@@ -242,7 +250,7 @@ void Runner::execute_call(const PreparedCall& p, const Event& started) {
     result = std::move(logged->result);
     if (logged->finished_payload.value("interrupted", false)) extra["interrupted"] = true;
   } else {
-    ToolContext ctx = tool_context();
+    ToolContext ctx = tool_context(started.seq);
     Timer t(&stats_.tools_s);
     result = run_tool_safely(*tools_.find(call.name), p.args, ctx);
   }
@@ -276,7 +284,7 @@ void Runner::recover_in_flight() {
     if (rerun) {
       spdlog::info("resume: re-running `{}` ({}), in flight when the run stopped", t.name,
                    t.call_id);
-      ToolContext ctx = tool_context();
+      ToolContext ctx = tool_context(t.started_seq);
       result = run_tool_safely(*tool, t.arguments, ctx);
     } else {
       spdlog::info("resume: `{}` ({}) was in flight; reported to the model as interrupted", t.name,
@@ -441,6 +449,7 @@ std::optional<RunReport> Runner::ask_policy() {
     add_model_spend(used, static_cast<double>(reply.prompt_tokens),
                     static_cast<double>(reply.completion_tokens), reply.cost_usd);
     used.wall_s = wall_s();
+    if (hooks_.shared_budget) used = hooks_.shared_budget(used);
     if (calls.empty() || stop_or_note_due(used)) {
       append(std::move(batch));
       return std::nullopt;

@@ -54,6 +54,11 @@ struct RunnerHooks {
   std::function<int64_t()> now_us;    // wall clock; default: system_clock
   LoggedResultFn logged_result;       // replay only
   ProgressSink* progress = nullptr;
+  eval::Executor* executor = nullptr;  // where `evaluate` runs evaluations (null: in-process)
+  // Parallel branches (loop/branches.h): the results of the other branches, and the run's budget
+  // use with theirs added to this branch's own (budgets are the run's, shared).
+  eval::SharedResults* shared_results = nullptr;
+  std::function<BudgetUsed(const BudgetUsed& own)> shared_budget;
 };
 
 enum class RunOutcome { kFinished, kPaused, kFailed };
@@ -113,7 +118,7 @@ class Runner {
   void run_call(const LoggedToolCall& call);
   std::optional<RunReport> ask_policy();
   std::optional<RunReport> start_goal_turn();
-  ToolContext tool_context();
+  ToolContext tool_context(int64_t started_seq);
   std::string effective_tool_error(const LoggedToolCall& call, json* args);
 
   EventStore& store_;

@@ -13,12 +13,26 @@
 
 namespace marathon {
 
+namespace eval {
+class Executor;
+class SharedResults;
+}  // namespace eval
+
 struct ToolContext {
   std::filesystem::path workspace;  // the run's workspace root; tools are confined to it
   const State* state = nullptr;
   std::filesystem::path run_dir;
   std::function<std::string(const std::string& bytes)> put_blob;  // returns sha256
   std::function<std::string(const std::string& sha)> get_blob;    // throws if missing
+  // Where `evaluate` runs evaluations (src/eval/executor.h); null: on this host, one at a time.
+  eval::Executor* executor = nullptr;
+  // Appends an event durably while the tool runs (an executor's eval.submitted must be in the log
+  // before its job is submitted); empty where nothing may be logged before tool.finished.
+  std::function<void(const NewEvent&)> log_now;
+  // "<run id>-<tool.started seq>": the same for a call and its re-run on resume.
+  std::string call_key;
+  // The results of the run's other branches (src/eval/shared_results.h); null: a single branch.
+  eval::SharedResults* shared_results = nullptr;
 };
 
 struct ToolResult {

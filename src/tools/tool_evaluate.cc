@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include "eval/evaluator.h"
+#include "eval/executor.h"
 #include "eval/result_cache.h"
+#include "eval/shared_results.h"
 
 namespace marathon {
 
@@ -50,10 +52,13 @@ std::string describe_evaluation(const json& p, const State& before) {
   const json r = p.value("result", json::object());
   std::string cand = p.value("candidate", "").substr(0, 12);
   bool cached = p.value("cached", false);
-  std::string out = fmt::format("evaluation of candidate {} ({}): status {}\n", cand,
-                                cached ? "served from the result cache, not re-run"
-                                       : fmt::format("ran in {:.1f} s", p.value("elapsed_s", 0.0)),
-                                p.value("status", "ok"));
+  std::string out = fmt::format(
+      "evaluation of candidate {} ({}): status {}\n", cand,
+      cached ? (p.value("shared", false) ? "another branch evaluated it; served from the "
+                                           "result cache, not re-run"
+                                         : "served from the result cache, not re-run")
+             : fmt::format("ran in {:.1f} s", p.value("elapsed_s", 0.0)),
+      p.value("status", "ok"));
   bool correct = r.value("correct", false);
   json violations = r.value("violations", json::array());
   out += fmt::format("correct: {} | {}: {}", correct ? "yes" : "NO",
@@ -80,6 +85,25 @@ std::string describe_evaluation(const json& p, const State& before) {
 }
 
 namespace {
+
+// Holds a key claimed in the branches' shared results until the outcome is published; released
+// unpublished (another branch may then evaluate it) if the evaluation never produced one.
+class SharedClaim {
+ public:
+  SharedClaim(eval::SharedResults* shared, std::string key)
+      : shared_(shared), key_(std::move(key)) {}
+  ~SharedClaim() {
+    if (shared_) shared_->abandon(key_);
+  }
+  void publish(const std::string& status, const json& result) {
+    if (shared_) shared_->publish(key_, status, result);
+    shared_ = nullptr;
+  }
+
+ private:
+  eval::SharedResults* shared_;
+  std::string key_;
+};
 
 class EvaluateTool : public Tool {
  public:
@@ -142,13 +166,39 @@ class EvaluateTool : public Tool {
       p["result"] = hit->value("result", json::object());
       p["elapsed_s"] = 0.0;
       p["gpu_s"] = 0.0;
+    } else if (std::optional<json> shared =
+                   ctx.shared_results ? ctx.shared_results->claim(key) : std::nullopt) {
+      // Another branch of the run paid for this evaluation (or was paying for it: claim waited).
+      p["cached"] = true;
+      p["shared"] = true;
+      p["status"] = shared->value("status", "ok");
+      p["result"] = shared->value("result", json::object());
+      p["elapsed_s"] = 0.0;
+      p["gpu_s"] = 0.0;
     } else {
-      eval::EvalOutcome o = eval::run_evaluator(task, ctx.workspace);
+      SharedClaim claim(ctx.shared_results, key);
+      eval::EvalOutcome o;
+      if (ctx.executor) {
+        eval::EvalRequest req;
+        req.task = &task;
+        req.task_dir = s.config.value("task_dir", "");
+        req.candidate_dir = ctx.workspace;
+        req.files = std::move(files);
+        req.candidate = candidate;
+        req.cache_key = key;
+        req.id = ctx.call_key;
+        eval::ExecutedEval x = ctx.executor->evaluate(req, ctx.log_now);
+        o = std::move(x.outcome);
+        p["executor"] = {{"name", ctx.executor->spec().to_string()}, {"where", x.where}};
+      } else {
+        o = eval::run_evaluator(task, ctx.workspace);
+      }
       p["cached"] = false;
       p["status"] = eval::to_string(o.status);
       p["result"] = o.result;
       p["elapsed_s"] = o.elapsed_s;
       p["gpu_s"] = task.needs_gpu ? o.elapsed_s : 0.0;
+      claim.publish(p["status"], p["result"]);
     }
     r.output = describe_evaluation(p, s);
     r.ok = p["status"] == "ok";

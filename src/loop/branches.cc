@@ -1,0 +1,257 @@
+#include "loop/branches.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/fold.h"
+#include "eval/shared_results.h"
+#include "loop/interrupt.h"
+#include "loop/progress.h"
+#include "loop/run_tools.h"
+
+namespace marathon {
+
+namespace fs = std::filesystem;
+
+fs::path branch_dir(const fs::path& run_dir, int branch) {
+  if (branch == 0) return run_dir;
+  return run_dir / "branches" / std::to_string(branch);
+}
+
+int branch_count(const State& state) {
+  int k = state.config.value("branches", 1);
+  return k < 1 ? 1 : std::min(k, kMaxBranches);
+}
+
+std::string branch_note(int branch, int branches) {
+  return fmt::format(
+      "You are branch {} of {} working on this goal at the same time, each with its own "
+      "workspace. Findings and dead ends the other branches note appear in your ledger marked "
+      "[branch N]; an evaluation another branch already ran is served from the shared cache. "
+      "Explore ideas the ledger does not show yet.",
+      branch, branches);
+}
+
+BudgetUsed run_budget_used(const BudgetUsed& own, const std::vector<BudgetUsed>& others) {
+  BudgetUsed u = own;
+  for (const BudgetUsed& o : others) {
+    u.tool_calls += o.tool_calls;
+    u.model_calls += o.model_calls;
+    u.prompt_tokens += o.prompt_tokens;
+    u.completion_tokens += o.completion_tokens;
+    u.cost_usd += o.cost_usd;
+    u.gpu_s += o.gpu_s;
+    u.wall_s = std::max(u.wall_s, o.wall_s);
+  }
+  return u;
+}
+
+int best_branch(const std::vector<State>& states) {
+  int best = -1;
+  for (size_t i = 0; i < states.size(); ++i) {
+    const State& s = states[i];
+    if (!s.best_score) continue;
+    if (best < 0) {
+      best = int(i);
+      continue;
+    }
+    double b = *states[size_t(best)].best_score;
+    bool better = s.goal.direction == "min" ? *s.best_score < b : *s.best_score > b;
+    if (better) best = int(i);
+  }
+  return best;
+}
+
+namespace {
+
+bool shared_kind(const std::string& kind) { return kind == "finding" || kind == "dead_end"; }
+
+// What the branches share while they run: each branch's budget use, the copies of notes into the
+// other branches' logs (through handles of the coordinator's own), and the progress lines.
+class Coordinator {
+ public:
+  Coordinator(const std::vector<Branch>& branches, const std::vector<State>& states, bool quiet)
+      : quiet_(quiet), mirror_mu_(branches.size()) {
+    for (size_t i = 0; i < branches.size(); ++i) {
+      mirrors_.push_back(
+          EventStore::open((branches[i].dir / "events.db").string(), EventStore::Mode::kOpen));
+      used_.push_back(states[i].used);
+    }
+  }
+
+  // A note of one branch copied into another branch's log, unless it already is (a resume after
+  // a crash between the note and its copies finishes the copying).
+  void copy_note(int from, const Event& note, int to, const std::set<int64_t>& already) {
+    if (already.count(note.seq)) return;
+    std::lock_guard<std::mutex> lock(mirror_mu_[size_t(to)]);
+    mirrors_[size_t(to)]->append(
+        {ev::kLedgerNoted,
+         {{"kind", note.payload.value("kind", "")},
+          {"text", fmt::format("[branch {}] {}", from, note.payload.value("text", ""))},
+          {"from_branch", from},
+          {"from_seq", note.seq}}});
+  }
+
+  void on_event(int i, const Event& e, const State& s) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      used_[size_t(i)] = s.used;
+    }
+    if (!quiet_) {
+      std::string line = progress_line(e, s);
+      if (!line.empty()) {
+        std::lock_guard<std::mutex> lock(print_mu_);
+        std::printf("[branch %d] %s\n", i, line.c_str());
+        std::fflush(stdout);
+      }
+    }
+    if (e.type == ev::kLedgerNoted && !e.payload.contains("from_branch") &&
+        shared_kind(e.payload.value("kind", ""))) {
+      for (size_t j = 0; j < mirrors_.size(); ++j) {
+        if (int(j) == i) continue;
+        try {
+          copy_note(i, e, int(j), {});
+        } catch (const std::exception& ex) {
+          spdlog::warn("branch {}: could not copy a note into branch {}: {}", i, j, ex.what());
+        }
+      }
+    }
+  }
+
+  BudgetUsed run_used(int i, const BudgetUsed& own) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<BudgetUsed> others;
+    for (size_t j = 0; j < used_.size(); ++j) {
+      if (int(j) != i) others.push_back(used_[j]);
+    }
+    return run_budget_used(own, others);
+  }
+
+ private:
+  bool quiet_;
+  std::vector<std::unique_ptr<EventStore>> mirrors_;
+  std::deque<std::mutex> mirror_mu_;
+  std::mutex mu_;
+  std::vector<BudgetUsed> used_;
+  std::mutex print_mu_;
+};
+
+class BranchSink : public ProgressSink {
+ public:
+  BranchSink(Coordinator* c, int i) : c_(c), i_(i) {}
+  void on_event(const Event& e, const State& s) override { c_->on_event(i_, e, s); }
+
+ private:
+  Coordinator* c_;
+  int i_;
+};
+
+}  // namespace
+
+BranchesReport drive_branches(const std::vector<Branch>& branches, const BranchesOptions& o) {
+  BranchesReport out;
+  size_t k = branches.size();
+  std::vector<std::vector<Event>> logs(k);
+  std::vector<State> states(k);
+  for (size_t i = 0; i < k; ++i) {
+    logs[i] = branches[i].store->read();
+    states[i] = fold(logs[i]);
+  }
+  eval::SharedResults shared;
+  for (const State& s : states) shared.seed(s);
+  Coordinator coord(branches, states, o.quiet);
+
+  // Notes not yet copied everywhere (a crash between a note and its copies) are copied now.
+  for (size_t i = 0; i < k; ++i) {
+    for (size_t j = 0; j < k; ++j) {
+      if (i == j) continue;
+      std::set<int64_t> copied;
+      for (const Event& e : logs[j]) {
+        if (e.type == ev::kLedgerNoted && e.payload.value("from_branch", -1) == int(i)) {
+          copied.insert(e.payload.value("from_seq", int64_t(0)));
+        }
+      }
+      for (const Event& e : logs[i]) {
+        if (e.type == ev::kLedgerNoted && !e.payload.contains("from_branch") &&
+            shared_kind(e.payload.value("kind", ""))) {
+          coord.copy_note(int(i), e, int(j), copied);
+        }
+      }
+    }
+  }
+  logs.clear();
+
+  install_interrupt_handler();
+  out.reports.resize(k);
+  out.states.resize(k);
+  std::vector<std::unique_ptr<BranchSink>> sinks;
+  for (size_t i = 0; i < k; ++i) sinks.push_back(std::make_unique<BranchSink>(&coord, int(i)));
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < k; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        State head;
+        for (const Event& e : branches[i].store->read(1, 1)) apply(head, e);
+        ToolRegistry tools = make_run_tools(&head);
+        RunnerHooks hooks;
+        hooks.interrupted = interrupt_requested;
+        hooks.progress = sinks[i].get();
+        hooks.executor = o.executor;
+        hooks.shared_results = &shared;
+        hooks.shared_budget = [&coord, i](const BudgetUsed& own) {
+          return coord.run_used(int(i), own);
+        };
+        Runner runner(*branches[i].store, *branches[i].policy, tools, branches[i].dir, hooks);
+        out.reports[i] = runner.run();
+        out.states[i] = runner.state();
+      } catch (const std::exception& e) {
+        spdlog::error("branch {}: {}", i, e.what());
+        out.reports[i] = RunReport{RunOutcome::kFailed, e.what()};
+        try {
+          out.states[i] = fold(branches[i].store->read());
+        } catch (const std::exception&) {
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.best = best_branch(out.states);
+  if (o.executor) out.usage = o.executor->usage();
+  out.served_shared = shared.served();
+  return out;
+}
+
+std::string branches_summary(const BranchesReport& r, const fs::path& run_dir) {
+  std::string out;
+  for (size_t i = 0; i < r.states.size(); ++i) {
+    out += fmt::format("--- branch {} ({})\n", i, branch_dir(run_dir, int(i)).string());
+    out += run_summary(r.states[i], r.reports[i], branch_dir(run_dir, int(i)).string());
+  }
+  if (r.best >= 0) {
+    const State& b = r.states[size_t(r.best)];
+    out +=
+        fmt::format("best over {} branches: {} {:.6g} (branch {}, candidate {})\n", r.states.size(),
+                    b.goal.metric, *b.best_score, r.best, b.best_candidate.substr(0, 12));
+  } else {
+    out += fmt::format("best over {} branches: no correct evaluation yet\n", r.states.size());
+  }
+  for (const eval::SlotUsage& u : r.usage) {
+    out += fmt::format("executor {}: {} evaluation(s), busy {:.1f} s of {:.1f} s ({:.0f}%){}\n",
+                       u.name, u.evaluations, u.busy_s, r.wall_s,
+                       r.wall_s > 0 ? 100 * u.busy_s / r.wall_s : 0.0,
+                       u.quarantined ? ", quarantined" : "");
+  }
+  out += fmt::format("evaluations served from another branch's result: {}\n", r.served_shared);
+  return out;
+}
+
+}  // namespace marathon

@@ -1,0 +1,330 @@
+// Parallel branches (`marathon run --branches K`): four scripted branches on the slow test task
+// with the local executor's CPU slots standing in for GPUs. A dead end noted by branch 1 reaches
+// branch 3's next prompt; the same candidate from branches 0 and 2 is evaluated once; the run's
+// best is the best over branches; and the slots' busy fraction is printed (bench/results, not
+// asserted: never a timing as a test).
+#include "loop/branches.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <regex>
+
+#include "loop_test_support.h"
+#include "scripted_llm_server.h"
+
+namespace marathon {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::events_of_type;
+using ::testing::HasSubstr;
+using testing::load_events;
+using testing::read_lines;
+using testing::run_binary;
+using testing::ScriptedLlmServer;
+using testing::ScriptedResponse;
+using testing::TempDir;
+
+TEST(Branches, RunBudgetAddsTheOthersUseAndTakesTheLongestWall) {
+  BudgetUsed own{10, 5, 100, 50, 1.5, 30, 2};
+  BudgetUsed a{1, 1, 10, 5, 0.5, 40, 1};
+  BudgetUsed b{2, 2, 20, 10, 1.0, 20, 0};
+  BudgetUsed u = run_budget_used(own, {a, b});
+  EXPECT_EQ(u.tool_calls, 13);
+  EXPECT_EQ(u.model_calls, 8);
+  EXPECT_EQ(u.prompt_tokens, 130);
+  EXPECT_EQ(u.completion_tokens, 65);
+  EXPECT_DOUBLE_EQ(u.cost_usd, 3.0);
+  EXPECT_DOUBLE_EQ(u.wall_s, 40);
+  EXPECT_DOUBLE_EQ(u.gpu_s, 3);
+}
+
+TEST(Branches, BestIsTheBestOverBranchesInTheGoalsDirection) {
+  std::vector<State> s(3);
+  for (State& x : s) x.goal.direction = "max";
+  EXPECT_EQ(best_branch(s), -1);
+  s[0].best_score = 3;
+  s[2].best_score = 5;
+  EXPECT_EQ(best_branch(s), 2);
+  for (State& x : s) x.goal.direction = "min";
+  EXPECT_EQ(best_branch(s), 0);
+}
+
+json tc(const std::string& name, json args) {
+  return {{"name", name}, {"arguments", std::move(args)}};
+}
+
+constexpr int kBranches = 4;
+constexpr double kThinkS = 0.3;  // the scripted model's fixed delay per call
+const std::string kDeadEnd = "DEAD-END-FROM-1: value 0 gains nothing";
+
+// The task the branches work on: the slow test task (a 2 s evaluation, its score the candidate's
+// value), or with MARATHON_SCALEOUT_TASK=cpu-matmul the CPU task of tasks/ (the bench of
+// bench/results/scaleout-*.md: its evaluator compiles and times each kernel).
+struct BranchTask {
+  fs::path dir;
+  std::string file;  // the editable file the script writes
+  bool slow = true;
+};
+
+BranchTask branch_task() {
+  const char* t = std::getenv("MARATHON_SCALEOUT_TASK");
+  if (t && std::string(t) == "cpu-matmul") {
+    return {testing::source_dir() / "tasks/cpu-matmul", "kernel.cc", false};
+  }
+  return {testing::source_dir() / "tests/loop/fixtures/slow-task", "solution.txt", true};
+}
+
+// Branches 0 and 2 write the same candidate in round 1; every other candidate is its own.
+std::string candidate_text(const BranchTask& task, int branch, int round) {
+  bool shared = (branch == 0 || branch == 2) && round == 1;
+  if (task.slow) {
+    return "value = " + std::to_string(shared ? 7 : 10 * branch + round + 1) + "\nsleep = 2\n";
+  }
+  // A kernel of the starter's family: each branch its own unroll and block (its own region).
+  std::string k = testing::read_text(task.dir / "starter" / "kernel.cc");
+  int unroll = shared ? 2 : (branch % 3 == 0 ? 1 : branch % 3 == 1 ? 2 : 4);
+  int block_k = shared ? 64 : (round == 0 ? 32 : round == 1 ? 64 : 128);
+  auto replace = [&](const std::string& from, const std::string& to) {
+    size_t at = k.find(from);
+    if (at != std::string::npos) k.replace(at, from.size(), to);
+  };
+  replace("UNROLL = 1;", "UNROLL = " + std::to_string(unroll) + ";");
+  replace("BLOCK_K = 64;", "BLOCK_K = " + std::to_string(block_k) + ";");
+  return k + (shared ? "// shared\n"
+                     : "// branch " + std::to_string(branch) + " round " + std::to_string(round) +
+                           "\n");
+}
+
+int branch_of(const json& request) {
+  static const std::regex re("You are branch ([0-9]+) of");
+  std::smatch m;
+  std::string text = request.dump();
+  if (!std::regex_search(text, m, re)) return -1;
+  return std::stoi(m[1]);
+}
+
+// True once the branch's log holds the copy of branch 1's dead end.
+bool has_copied_dead_end(const fs::path& dir) {
+  try {
+    for (const Event& e : events_of_type(load_events(dir), ev::kLedgerNoted)) {
+      if (e.payload.value("from_branch", -1) == 1) return true;
+    }
+  } catch (const std::exception&) {
+  }
+  return false;
+}
+
+TEST(Branches, FourBranchesShareDeadEndsResultsAndSlots) {
+  const BranchTask task = branch_task();
+  TempDir dir("branches");
+  fs::path run = dir / "run";
+  std::mutex mu;
+  std::map<int, std::vector<json>> requests;  // per branch, in order
+  ScriptedLlmServer server([&](size_t, const json& request) {
+    int b = branch_of(request);
+    size_t turn = ScriptedLlmServer::assistant_turns(request);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      requests[b].push_back(request);
+    }
+    json calls = json::array();
+    if (turn < 3) {
+      if (b == 1 && turn == 0)
+        calls.push_back(tc("note", {{"kind", "dead_end"}, {"text", kDeadEnd}}));
+      if (b == 3 && turn == 2) {
+        // Branch 3's next prompt is asked for only once the copy is in its log.
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (!has_copied_dead_end(branch_dir(run, 3)) &&
+               std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      }
+      calls.push_back(
+          tc("write_file", {{"path", task.file}, {"content", candidate_text(task, b, int(turn))}}));
+      calls.push_back(tc("evaluate", {{"strategy", "round " + std::to_string(turn)}}));
+    } else {
+      calls.push_back(tc("finish", {{"summary", "done"}}));
+    }
+    ScriptedResponse r = b < 0 ? testing::openai_text("no branch named in the prompt")
+                               : testing::openai_tool_calls(calls);
+    r.delay_s = kThinkS;
+    return r;
+  });
+  fs::path marker = dir / "marks" / "evals.marker";
+  std::vector<std::string> args = {"run",        task.dir.string(),
+                                   "--run-dir",  run.string(),
+                                   "--policy",   "llm",
+                                   "--model",    "vllm:scripted",
+                                   "--base-url", server.base_url(),
+                                   "--branches", std::to_string(kBranches),
+                                   "--slots",    "2",
+                                   "--quiet"};
+  ASSERT_EQ(run_binary(args, testing::eval_marker_env(marker), dir / "run.log", 300), 0)
+      << testing::read_text(dir / "run.log");
+  std::string out = testing::read_text(dir / "run.log");
+
+  // Every branch is a run of its own that finished.
+  std::vector<State> states;
+  for (int b = 0; b < kBranches; ++b) {
+    states.push_back(testing::load_state(branch_dir(run, b)));
+    EXPECT_TRUE(states.back().done) << "branch " << b;
+    EXPECT_EQ(states.back().config.value("branch", -1), b);
+  }
+
+  // Branch 1's dead end reached branch 3's next prompt, marked with its branch.
+  ASSERT_GE(requests[3].size(), 4u);
+  EXPECT_THAT(requests[3][3].dump(), HasSubstr("[branch 1] " + kDeadEnd));
+  EXPECT_THAT(requests[3][0].dump(), ::testing::Not(HasSubstr(kDeadEnd)));
+
+  // The candidate of branches 0 and 2 was evaluated once; the other branch was served the result.
+  const std::string shared_text = candidate_text(task, 0, 1);
+  int shared = 0, executed = 0;
+  for (int b = 0; b < kBranches; ++b) {
+    for (const Event& e : events_of_type(load_events(branch_dir(run, b)), ev::kEvalFinished)) {
+      if (e.payload.value("shared", false)) {
+        ++shared;
+        EXPECT_TRUE(b == 0 || b == 2) << b;
+        EXPECT_EQ(e.payload["status"], "ok");
+      }
+      if (!e.payload.value("cached", false)) ++executed;
+    }
+  }
+  EXPECT_EQ(shared, 1);
+  EXPECT_EQ(executed, kBranches * 3 - 1);
+  if (task.slow) {
+    // The evaluator's own count: each candidate ran once, the shared one included.
+    std::vector<std::string> marks = read_lines(marker);
+    EXPECT_EQ(std::count(marks.begin(), marks.end(), sha256_hex(shared_text)), 1);
+    EXPECT_EQ(marks.size(), size_t(kBranches * 3 - 1));
+    // The best over branches: branch 3's last candidate (value 33).
+    EXPECT_EQ(best_branch(states), 3);
+    EXPECT_THAT(out, HasSubstr("best over 4 branches: value 33 (branch 3"));
+  } else {
+    EXPECT_GE(best_branch(states), 0);
+    EXPECT_THAT(out, HasSubstr("best over 4 branches: speedup"));
+  }
+
+  // Every evaluation went through one of the two slots (the eval.finished says which).
+  std::map<std::string, double> busy;
+  double first = 1e300, last = 0;
+  for (int b = 0; b < kBranches; ++b) {
+    for (const Event& e : events_of_type(load_events(branch_dir(run, b)), ev::kEvalFinished)) {
+      if (e.payload.value("cached", false)) continue;
+      std::string where = e.payload["executor"]["where"];
+      EXPECT_TRUE(where == "cpu0" || where == "cpu1") << where;
+      double elapsed = e.payload.value("elapsed_s", 0.0);
+      busy[where] += elapsed;
+      first = std::min(first, double(e.recorded_at_us) / 1e6 - elapsed);
+      last = std::max(last, double(e.recorded_at_us) / 1e6);
+    }
+  }
+  ASSERT_EQ(busy.size(), 2u);
+  double span = last - first;
+  double fraction = (busy["cpu0"] + busy["cpu1"]) / (2 * span);
+  // `status` on the run shows every branch, the best over branches and each slot's busy share.
+  ASSERT_EQ(run_binary({"status", run.string()}, {}, dir / "status.log"), 0);
+  std::string status = testing::read_text(dir / "status.log");
+  EXPECT_THAT(status, HasSubstr("branches   4; best over branches: "));
+  EXPECT_THAT(status, HasSubstr("  branch 3  [finished (finish)]"));
+  EXPECT_THAT(status, ::testing::ContainsRegex("executor   cpu0 [0-9]+% \\([0-9]+ evals"));
+  if (task.slow) {
+    EXPECT_THAT(status, HasSubstr("best over branches: value 33 (branch 3)"));
+  }
+  ASSERT_EQ(run_binary({"status", "--json", run.string()}, {}, dir / "status.json"), 0);
+  json sj = json::parse(testing::read_text(dir / "status.json"), nullptr, false);
+  ASSERT_TRUE(sj.is_object()) << testing::read_text(dir / "status.json");
+  EXPECT_EQ(sj["branches"].size(), 4u);
+  EXPECT_EQ(sj["executor_usage"].size(), 2u);
+  int evals = 0;
+  for (const json& u : sj["executor_usage"]) evals += u["evaluations"].get<int>();
+  EXPECT_EQ(evals, kBranches * 3 - 1);
+
+  std::cout << status << "scaleout: " << task.dir.filename().string()
+            << ", 4 branches, 2 CPU slots, model delay " << kThinkS << " s: slot busy fraction "
+            << fraction << " over " << span << " s (cpu0 " << busy["cpu0"] << " s, cpu1 "
+            << busy["cpu1"] << " s)\n"
+            << out;
+}
+
+}  // namespace
+}  // namespace marathon
+
+namespace marathon {
+namespace {
+
+// A run with branches killed (SIGKILL, the whole process group) mid-way and resumed: every branch
+// carries on and finishes; a note made before the kill is in the other branch's log once.
+TEST(Branches, ResumeRestoresEveryBranch) {
+  TempDir dir("branches-resume");
+  fs::path run = dir / "run";
+  ScriptedLlmServer server([&](size_t, const json& request) {
+    int b = branch_of(request);
+    size_t turn = ScriptedLlmServer::assistant_turns(request);
+    json calls = json::array();
+    if (turn == 0 && b == 0) calls.push_back(tc("note", {{"kind", "finding"}, {"text", "F0"}}));
+    if (turn < 2) {
+      std::string text = "value = " + std::to_string(10 * b + int(turn) + 1) + "\nsleep = 1\n";
+      calls.push_back(tc("write_file", {{"path", "solution.txt"}, {"content", text}}));
+      calls.push_back(tc("evaluate", {{"strategy", "round " + std::to_string(turn)}}));
+    } else {
+      calls.push_back(tc("finish", {{"summary", "done"}}));
+    }
+    return b < 0 ? testing::openai_text("no branch") : testing::openai_tool_calls(calls);
+  });
+  std::vector<std::string> args = {
+      MARATHON_BINARY,
+      "run",
+      (testing::source_dir() / "tests/loop/fixtures/slow-task").string(),
+      "--run-dir",
+      run.string(),
+      "--policy",
+      "llm",
+      "--model",
+      "vllm:scripted",
+      "--base-url",
+      server.base_url(),
+      "--branches",
+      "2",
+      "--slots",
+      "2",
+      "--quiet"};
+  {
+    testing::Child c(args, {}, dir / "run.log");
+    auto evaluated = [&](int b) {
+      try {
+        return !events_of_type(load_events(branch_dir(run, b)), ev::kEvalFinished).empty();
+      } catch (const std::exception&) {
+        return false;
+      }
+    };
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!(evaluated(0) && evaluated(1)) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(evaluated(0) && evaluated(1)) << testing::read_text(dir / "run.log");
+    c.kill_group();
+  }
+  for (int b = 0; b < 2; ++b) EXPECT_FALSE(testing::load_state(branch_dir(run, b)).done);
+  ASSERT_EQ(run_binary({"resume", run.string(), "--quiet"}, {}, dir / "resume.log", 300), 0)
+      << testing::read_text(dir / "resume.log");
+  EXPECT_THAT(testing::read_text(dir / "resume.log"), HasSubstr("2 of 2 branches unfinished"));
+  for (int b = 0; b < 2; ++b) {
+    State s = testing::load_state(branch_dir(run, b));
+    EXPECT_TRUE(s.done) << "branch " << b;
+    EXPECT_EQ(s.finish_reason, "finish");
+    ASSERT_TRUE(s.best_score);
+    EXPECT_EQ(*s.best_score, 10 * b + 2);
+  }
+  int copies = 0;
+  for (const Event& e : events_of_type(load_events(branch_dir(run, 1)), ev::kLedgerNoted)) {
+    if (e.payload.value("from_branch", -1) == 0) ++copies;
+  }
+  EXPECT_EQ(copies, 1);
+}
+
+}  // namespace
+}  // namespace marathon
