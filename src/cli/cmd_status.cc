@@ -10,6 +10,8 @@
 #include "core/event_store.h"
 #include "core/load_state.h"
 #include "core/run_dir.h"
+#include "eval/executor_usage.h"
+#include "loop/branches.h"
 
 namespace marathon::cli {
 namespace {
@@ -70,6 +72,98 @@ std::string human(const State& s) {
   return out;
 }
 
+std::string state_word(const State& s) {
+  return s.done ? "finished (" + s.finish_reason + ")" : s.paused ? "paused" : "open";
+}
+
+// What status adds to the folded state: the executor's utilisation (from every eval.finished of
+// the run, all branches') and, on branch 0 of a run with branches, every branch's state.
+struct ScaleOut {
+  std::vector<eval::SlotUsage> usage;
+  double wall_s = 0;  // the run's active time (the longest branch's)
+  std::vector<State> branches;
+  int best = -1;
+};
+
+ScaleOut scale_out(const std::string& run_dir, EventStore& store, const State& s,
+                   const LoadOptions& load) {
+  ScaleOut out;
+  eval::UsageTally tally;
+  out.wall_s = s.used.wall_s;
+  // Utilisation is a report, not the state: a log that cannot be read whole (a damaged event the
+  // checkpoint passed over) still gets its status, without it.
+  try {
+    store.for_each(1, [&](const Event& e) {
+      tally.add(e);
+      return true;
+    });
+  } catch (const std::exception& e) {
+    spdlog::warn("status: executor utilisation left out: {}", e.what());
+  }
+  int k = branch_count(s);
+  if (k > 1 && s.config.value("branch", 0) == 0) {
+    out.branches.push_back(s);
+    for (int i = 1; i < k; ++i) {
+      std::filesystem::path dir = branch_dir(run_dir, i);
+      auto bs = EventStore::open((dir / "events.db").string(), EventStore::Mode::kReadOnly);
+      State b = load_state(*bs, INT64_MAX, load);
+      bs->for_each(1, [&](const Event& e) {
+        tally.add(e);
+        return true;
+      });
+      out.wall_s = std::max(out.wall_s, b.used.wall_s);
+      out.branches.push_back(std::move(b));
+    }
+    out.best = best_branch(out.branches);
+  }
+  out.usage = tally.slots();
+  return out;
+}
+
+std::string human_scale_out(const ScaleOut& x) {
+  std::string out;
+  if (!x.usage.empty()) {
+    out += fmt::format("executor   {} (busy share of {:.1f} s active)\n",
+                       eval::usage_text(x.usage, x.wall_s), x.wall_s);
+  }
+  if (!x.branches.empty()) {
+    std::string best = "no correct evaluation yet";
+    if (x.best >= 0) {
+      const State& b = x.branches[size_t(x.best)];
+      best = fmt::format("{} {:.6g} (branch {})", b.goal.metric, *b.best_score, x.best);
+    }
+    out += fmt::format("branches   {}; best over branches: {}\n", x.branches.size(), best);
+    for (size_t i = 0; i < x.branches.size(); ++i) {
+      const State& b = x.branches[i];
+      out += fmt::format("  branch {}  [{}] best {}, {} evals ({} executed), {} tool calls\n", i,
+                         state_word(b), num(b.best_score), b.evaluations, b.evaluations_executed,
+                         b.used.tool_calls);
+    }
+  }
+  return out;
+}
+
+// Only what there is: a run whose evaluations name no executor gets no key.
+json json_scale_out(const ScaleOut& x) {
+  json j = json::object();
+  if (!x.usage.empty()) j["executor_usage"] = eval::usage_json(x.usage, x.wall_s);
+  if (!x.branches.empty()) {
+    json bs = json::array();
+    for (size_t i = 0; i < x.branches.size(); ++i) {
+      const State& b = x.branches[i];
+      bs.push_back({{"branch", i},
+                    {"state", state_word(b)},
+                    {"best_score", b.best_score ? json(*b.best_score) : json(nullptr)},
+                    {"best_candidate", b.best_candidate},
+                    {"evaluations", b.evaluations},
+                    {"tool_calls", b.used.tool_calls}});
+    }
+    j["branches"] = bs;
+    j["best_branch"] = x.best >= 0 ? json(x.best) : json(nullptr);
+  }
+  return j;
+}
+
 int run_status(const StatusOptions& o) {
   try {
     RunDir dir = existing_run_dir(o.run_dir);
@@ -77,10 +171,13 @@ int run_status(const StatusOptions& o) {
     LoadOptions load;
     load.use_checkpoints = !o.verify;
     State s = load_state(*store, INT64_MAX, load);
+    ScaleOut x = scale_out(o.run_dir, *store, s, load);
     if (o.json) {
-      std::cout << to_json(s).dump(2) << "\n";
+      json j = to_json(s);
+      j.update(json_scale_out(x));
+      std::cout << j.dump(2) << "\n";
     } else {
-      std::cout << human(s);
+      std::cout << human(s) << human_scale_out(x);
     }
     return 0;
   } catch (const StoreError& e) {

@@ -53,6 +53,15 @@ json goal_entry_json(const GoalEntry& g) {
           {"progress", g.fields.progress}};
 }
 
+// Where evaluations ran and how busy each slot or worker was (of the run's active time), and which
+// branch of how many this run is (docs/scale-out.md).
+json executor_json(const RunView& v) {
+  const State& s = v.state();
+  return {{"usage", eval::usage_json(v.usage().slots(), s.used.wall_s)},
+          {"branch", s.config.value("branch", 0)},
+          {"branches", s.config.value("branches", 1)}};
+}
+
 json event_line(const Event& e) {
   return {{"seq", e.seq},
           {"at", format_rfc3339_us(e.recorded_at_us)},
@@ -154,6 +163,7 @@ std::string run_detail(const std::string& id, RunView& v, RunPhase phase, int64_
   json rest = {{"row", run_row(id, v, phase, now_us)},
                {"state", v.status_json()},
                {"budget", budget_json(s)},
+               {"executor", executor_json(v)},
                {"summary", s.summary ? json(s.summary->text) : json(nullptr)},
                {"created_us", v.created_us()},
                {"markers", std::move(markers)},
@@ -188,6 +198,7 @@ json run_update(const std::string& id, const RunView& v, RunPhase phase, int64_t
   std::reverse(notes.begin(), notes.end());
   return {{"row", run_row(id, v, phase, now_us)},
           {"budget", budget_json(s)},
+          {"executor", executor_json(v)},
           {"goal", goal_json(s)},
           {"summary", s.summary ? json(s.summary->text) : json(nullptr)},
           {"evaluations", std::move(evaluations)},

@@ -48,6 +48,7 @@ void RunView::ensure_series() {
   latest_eval_of_key_.clear();
   unmatched_profile_.clear();
   text_cache_ = {};
+  usage_ = {};
   LoadOptions o;
   o.use_checkpoints = false;
   o.observe = [this](const Event& e, const State& s) { observe(e, s, /*full=*/false); };
@@ -116,6 +117,7 @@ void RunView::observe(const Event& e, const State& s, bool full) {
       starter_done_ = true;
     }
   }
+  usage_.add(e);
   if (auto f = eval_fields(e)) {
     Evaluation ev;
     ev.seq = e.seq;

@@ -17,6 +17,7 @@
 #include "core/event_store.h"
 #include "core/state.h"
 #include "core/workspace_snapshot.h"
+#include "eval/executor_usage.h"
 #include "serve/event_fields.h"
 
 namespace marathon::serve {
@@ -83,6 +84,8 @@ class RunView {
   const std::vector<Marker>& markers() const { return markers_; }
   const std::vector<GoalEntry>& goal_history() const { return goal_history_; }
   const WorkspaceFiles& starter() const { return starter_; }
+  // Busy time per executor slot or worker (eval/executor_usage.h).
+  const eval::UsageTally& usage() const { return usage_; }
 
   // JSON texts run_json.cc keeps between requests: the ledger's notes so far (comma-separated
   // objects) and how many ledger entries they cover (the ledger only grows).
@@ -115,6 +118,7 @@ class RunView {
   std::map<std::string, size_t> latest_eval_of_key_;  // workspace key -> evaluations_ index
   std::map<std::string, int64_t> unmatched_profile_;  // workspace key -> latest profile seq
   mutable TextCache text_cache_;
+  eval::UsageTally usage_;
 };
 
 // The head of a profiler output shown in the attempts table: its first lines, at most ~1 KB.

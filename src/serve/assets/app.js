@@ -290,6 +290,19 @@
     }));
   }
 
+  // Where evaluations ran (docs/scale-out.md): each slot's or worker's busy share of the run's
+  // active time, and the branch this run is when it has several.
+  function executorView(x) {
+    if (!x) return el('div');
+    const lines = (x.usage || []).map((u) => el('li', { 'data-slot': u.name },
+      el('b', { text: u.name + ' ' }),
+      el('span', { class: 'muted', text: (u.busy_fraction === null ? '-' : Math.round(100 * u.busy_fraction) + '% busy') +
+        ' · ' + u.evaluations + ' evaluation' + (u.evaluations === 1 ? '' : 's') + ' · ' + duration(u.busy_s) })));
+    return el('div', { id: 'executor' },
+      x.branches > 1 ? el('p', { class: 'muted', text: 'branch ' + x.branch + ' of ' + x.branches + ' (docs/scale-out.md)' }) : el('span'),
+      lines.length ? el('ul', { class: 'executor' }, lines) : el('span'));
+  }
+
   function diffView(text) {
     if (!text) return el('p', { class: 'muted', text: 'no difference' });
     const pre = el('pre', { class: 'diff scroll' });
@@ -331,6 +344,7 @@
     let row = d.row;
     let goal = d.state.goal;
     let budget = d.budget;
+    let executor = d.executor;
     let summary = d.summary;
 
     const head = el('div');
@@ -426,7 +440,7 @@
     }
 
     function renderBudget() {
-      fill(gaugeBox, el('h2', { text: 'Budget' }), gauges(budget));
+      fill(gaugeBox, el('h2', { text: 'Budget' }), gauges(budget), executorView(executor));
     }
 
     function renderLedger() {
@@ -523,6 +537,7 @@
       row = u.row;
       goal = u.goal;
       budget = u.budget;
+      executor = u.executor;
       summary = u.summary;
       for (const e of u.evaluations) {
         const i = evaluations.findIndex((x) => x.seq === e.seq);
