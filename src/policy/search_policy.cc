@@ -302,6 +302,20 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
                          config_text(knobs_, *best), score_text(best_v, minimise)));
     return reply;
   }
+  // On a GPU task, profile the best configuration once before finishing (the report and the
+  // dashboard then show where its time goes); the profile is not an evaluation.
+  bool profiled = false;
+  for (const auto& t : s.tool_history) profiled = profiled || t.name == "profile";
+  if (best && !std::isinf(best_v) && s.task.value("needs_gpu", false) && !profiled && room >= 2) {
+    calls.push_back(tool_call(id_base + "-p", "profile", json::object()));
+    reply.message = {
+        {"role", "assistant"},
+        {"content",
+         fmt::format("Search done ({}). Profiling the best configuration {} = {}.", why_stop,
+                     config_text(knobs_, *best), score_text(best_v, minimise))},
+        {"tool_calls", calls}};
+    return reply;
+  }
   finish(why_stop);
   return reply;
 }

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -169,6 +170,25 @@ TEST(SearchPolicyReplies, RunsToFinishAndLeavesTheBestInTheWorkspace) {
   EXPECT_THAT(last_written, HasSubstr("constexpr int BM = 64;"));
   EXPECT_THAT(last_written, HasSubstr("constexpr int BN = 128;"));
   EXPECT_THAT(last_written, HasSubstr("constexpr int U = 4;"));
+}
+
+TEST(SearchPolicyReplies, ProfilesTheBestOnceBeforeFinishingOnAGpuTask) {
+  for (bool gpu : {false, true}) {
+    SearchPolicy p(Files{{"kernel.cc", kKernel}});
+    State s = fresh_state(80);
+    s.task = {{"needs_gpu", gpu}};
+    std::vector<std::string> names;
+    for (int i = 0; i < 200 && !s.done; ++i) {
+      json m = step(p, s);
+      for (const auto& c : m["tool_calls"]) names.push_back(c["function"]["name"]);
+      apply_reply(s, m, p.knobs());
+    }
+    ASSERT_TRUE(s.done);
+    ASSERT_GE(names.size(), 2u);
+    EXPECT_EQ(std::count(names.begin(), names.end(), "profile"), gpu ? 1 : 0);
+    if (gpu) EXPECT_EQ(names[names.size() - 2], "profile");
+    EXPECT_EQ(names.back(), "finish");
+  }
 }
 
 TEST(SearchPolicyReplies, ResumeWithAFreshPolicyContinuesTheSamePlan) {
