@@ -186,7 +186,9 @@ TEST(SearchPolicyReplies, ProfilesTheBestOnceBeforeFinishingOnAGpuTask) {
     ASSERT_TRUE(s.done);
     ASSERT_GE(names.size(), 2u);
     EXPECT_EQ(std::count(names.begin(), names.end(), "profile"), gpu ? 1 : 0);
-    if (gpu) EXPECT_EQ(names[names.size() - 2], "profile");
+    if (gpu) {
+      EXPECT_EQ(names[names.size() - 2], "profile");
+    }
     EXPECT_EQ(names.back(), "finish");
   }
 }
