@@ -7,6 +7,9 @@
 #   eval-mla      `marathon eval tasks/mla --candidate kernels/mla`, sandboxed then with
 #                 --unsafe-no-sandbox (the sandbox must not change the timings)
 #   pytest        the harness's GPU-only tests (anti-cheat, kernel rules, MLA on two streams)
+#   exploits      the GPU-only cheats (timer patching, work on a side stream, torch doing the compute,
+#                 a result cache, a CUDA fault) as candidates of tasks/kda through `marathon eval`,
+#                 so through the sandboxed evaluator: each must come back incorrect or with a violation
 #   mcp           `marathon mcp --task tasks/mla`: evaluate and profile our kernel over MCP (stdio)
 #   run-TASK      bench/run_resume.py on tasks/TASK (search policy, SIGKILLed and resumed), then
 #                 `marathon report` (RUN_CALLS and RUN_DEADLINE_S set its budget)
@@ -63,6 +66,16 @@ for step in "$@"; do
   pytest)
     timeout 240 python3 -m pytest -q -rs tests/python/test_exploits.py tests/python/test_kernel_rules.py \
       tests/python/test_kernels_mla.py -k "not float32_reference" 2>&1 | tail -25
+    ;;
+  exploits)
+    for x in timer_tampering other_stream torch_compute cached cuda_fault; do
+      timeout 200 marathon eval tasks/kda --candidate "tests/python/exploits/$x" --json >"$out/exploit.json"
+      echo "$x: exit $? $(python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1])); r = r.get('result', r)
+print({k: r.get(k) for k in ('status', 'correct', 'score', 'violations')})" "$out/exploit.json" 2>&1 | head -c 600)"
+    done
+    rm -f "$out/exploit.json"
     ;;
   mcp)
     timeout 300 python3 - "$out" <<'EOF'
