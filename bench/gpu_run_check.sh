@@ -116,7 +116,7 @@ EOF
     task=${step#run-}
     timeout $((${RUN_DEADLINE_S:-420} + 90)) python3 bench/run_resume.py --marathon "$(command -v marathon)" \
       --task "tasks/$task" --run-dir "$out/run-$task" --max-tool-calls "${RUN_CALLS:-150}" \
-      --kills 5 --eval-kills 2 --deadline-s "${RUN_DEADLINE_S:-420}" --json "$out/run-$task.json" |
+      --kills 5 --eval-kills 2 --spread-s "${RUN_SPREAD_S:-60}" --deadline-s "${RUN_DEADLINE_S:-420}" --json "$out/run-$task.json" |
       grep -v '^ '
     marathon report "$out/run-$task" -o "$out/report-$task.html" && echo "report written"
     nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader | sed 's/^/left: /'

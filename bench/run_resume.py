@@ -5,7 +5,8 @@
 
 `marathon run TASK --policy search` is started; the runner (that one process, as a crash or the
 OOM killer would) is sent SIGKILL `--kills` times, `--eval-kills` of them while an evaluator
-process is running (after it has run for a random 0.5 to 3 s), the others at a random moment; after
+process is running (the first one to start after a random wait of up to `--spread-s`, once it has
+run for 0.5 to 3 s), the others at a random moment up to `--spread-s` into the segment; after
 each kill the script checks that no evaluator and no GPU compute process is left behind, then runs
 `marathon resume`. The last segment runs to the end (or to the deadline, where `marathon stop`
 asks for a clean stop).
@@ -110,6 +111,7 @@ def main() -> int:
     p.add_argument("--eval-kills", type=int, default=2)
     p.add_argument("--deadline-s", type=float, default=480)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--spread-s", type=float, default=30, help="a kill comes up to this long into a segment")
     p.add_argument("--json")
     args = p.parse_args()
     rng = random.Random(args.seed)
@@ -139,9 +141,11 @@ def main() -> int:
         kind = plan.pop(0) if plan else None
         killed = False
         if kind == "any":
-            time.sleep(rng.uniform(1.0, 8.0))
+            time.sleep(rng.uniform(1.0, max(1.0, args.spread_s)))
         elif kind == "eval":
-            while proc.poll() is None and not watcher.live_since(t0):
+            # the first evaluation that starts after a random wait, 0.5 to 3 s into it
+            t_eval = t0 + rng.uniform(0.0, args.spread_s)
+            while proc.poll() is None and not watcher.live_since(t_eval):
                 time.sleep(0.05)
             time.sleep(rng.uniform(0.5, 3.0))
         if kind and proc.poll() is None:
