@@ -38,10 +38,7 @@ int do_compact(const std::string& run_dir, bool now) {
     return 2;
   }
   if (s.pending_compaction_request == 0) {
-    NewEvent request;
-    request.type = ev::kCompactionRequested;
-    request.payload = {{"trigger", "manual"}};
-    Event e = store->append(request);
+    Event e = store->append(make_event(events::CompactionRequested{"manual"}));
     apply(s, e);
     events.push_back(e);
   }

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/event_store.h"
+#include "core/events.h"
 #include "core/fold.h"
 #include "core/run_dir.h"
 
@@ -23,32 +24,29 @@ int do_goal(const std::string& verb, const std::string& run_dir, const std::stri
     spdlog::error("{}: the log holds no run", store->path());
     return 1;
   }
-  json p = {{"verb", verb}};
-  if (verb == "set" || verb == "edit") {
+  events::GoalChanged p;
+  p.verb = goal_verb_from_string(verb);
+  if (p.verb == GoalVerb::kSet || p.verb == GoalVerb::kEdit) {
     if (text.empty()) {
       spdlog::error("goal {} needs the objective text: marathon goal {} RUN_DIR \"TEXT\"", verb,
                     verb);
       return 2;
     }
-    p["objective"] = text;
-    p["status"] = verb == "set" ? "active" : s.goal.status;
-    if (verb == "set") p["progress"] = "";
-  } else if (verb == "pause") {
-    p["status"] = "paused";
-  } else if (verb == "resume") {
-    p["status"] = "active";
-  } else if (verb == "clear") {
-    p["status"] = "cleared";
+    p.objective = text;
+    p.status = p.verb == GoalVerb::kSet ? GoalStatus::kActive : s.goal.status;
+    if (p.verb == GoalVerb::kSet) p.progress = "";
+  } else {
+    p.status = status_after(p.verb);
+    if (!text.empty()) p.progress = text;
   }
-  if (!text.empty() && verb != "set" && verb != "edit") p["progress"] = text;
-  store->append({ev::kGoalChanged, p});
+  store->append(make_event(p));
   s = fold(store->read());
-  std::printf("goal %s: %s\n  objective: %s\n", verb.c_str(), s.goal.status.c_str(),
+  std::printf("goal %s: %s\n  objective: %s\n", verb.c_str(), to_string(s.goal.status).c_str(),
               s.goal.objective.c_str());
   if (s.done) {
     std::printf("  note: the run has finished (%s); the change is recorded only\n",
                 s.finish_reason.c_str());
-  } else if (s.paused && s.goal.status == "active") {
+  } else if (s.paused && s.goal.status == GoalStatus::kActive) {
     std::printf("  the run is stopped: `marathon resume %s` carries on\n", run_dir.c_str());
   }
   return 0;

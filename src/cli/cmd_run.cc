@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "core/events.h"
 #include "core/event_store.h"
 #include "core/fold.h"
 #include "goal/task_spec.h"
@@ -118,14 +119,14 @@ int do_resume(const std::string& run_dir, bool quiet) {
     return 0;
   }
   std::vector<Event> events = store->read();
-  const json& created = events.front().payload;
+  const auto created = payload_of<events::RunCreated>(events.front());
   std::unique_ptr<Policy> policy;
   std::unique_ptr<EventStore> original;
   std::vector<Event> original_events;
   DriveOptions options{quiet, {}};
-  if (created.contains("replay_of")) {
+  if (created.replay_of) {
     // A replay that was stopped: serve the rest of the original's responses.
-    fs::path from = created["replay_of"].value("run_dir", "");
+    fs::path from = created.replay_of->run_dir;
     original = EventStore::open((from / "events.db").string(), EventStore::Mode::kReadOnly);
     original_events = original->read();
     policy = make_policy("replay", PolicyOptions{&state, &original_events});

@@ -84,13 +84,6 @@ int64_t natural_tokens(const Layout& l, const ContextView& v, const ContextConfi
   return assemble(l, v, config, /*enforce_hard_cap=*/false).tokens_estimate;
 }
 
-NewEvent make_event(const char* type, json payload) {
-  NewEvent e;
-  e.type = type;
-  e.payload = std::move(payload);
-  return e;
-}
-
 struct OutputRef {
   int64_t seq;
   int64_t tokens;
@@ -100,9 +93,9 @@ struct OutputRef {
 
 bool is_context_length_error(const PolicyReply& reply) {
   if (!reply.error || !reply.error->is_object()) return false;
-  const json& e = *reply.error;
-  if (e.value("kind", "") == "context_length") return true;
-  std::string m = e.value("message", "");
+  const auto e = reply.error->get<events::ModelError>();
+  if (e.kind == LlmErrorKind::kContextLength) return true;
+  std::string m = e.message;
   std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
   for (const char* needle : {"context length", "context_length", "maximum context",
                              "prompt is too long", "too many tokens", "context window"}) {
@@ -174,14 +167,14 @@ std::string structural_summary(const State& state, const std::vector<Event>& eve
   for (size_t i = first_index_after(events, after_seq); i < events.size(); ++i) {
     const Event& e = events[i];
     if (e.seq > through_seq) break;
-    if (e.type == ev::kToolFinished) {
-      std::string name = e.payload.value("name", "?");
+    if (is<events::ToolFinished>(e)) {
+      auto p = payload_of<events::ToolFinished>(e);
+      std::string name = p.name.empty() ? "?" : p.name;
       ++calls[name];
-      last.push_back(fmt::format("- [{}] {} {}: {}", e.seq, name,
-                                 e.payload.value("ok", false) ? "ok" : "failed",
-                                 first_line(e.payload.value("output", ""), 100)));
-    } else if (e.type == ev::kWorkspaceWritten) {
-      ++files[e.payload.value("path", "?")];
+      last.push_back(fmt::format("- [{}] {} {}: {}", e.seq, name, p.ok ? "ok" : "failed",
+                                 first_line(p.output, 100)));
+    } else if (is<events::WorkspaceWritten>(e)) {
+      ++files[payload_of<events::WorkspaceWritten>(e).path];
     }
   }
   if (!calls.empty()) {
@@ -228,14 +221,16 @@ CompactionPlan plan_compaction(PromptCache& cache, const State& state,
 
   // A compaction a crash interrupted is finished first, from what the log already holds.
   if (c.open_proposal_seq > 0 || c.open_response_seq > 0) {
-    const json& src = c.open_proposal_seq > 0 ? c.open_proposal : c.open_response;
+    const events::CompactionScope src = c.open_proposal_seq > 0
+                                            ? c.open_proposal.scope
+                                            : c.open_response.scope.value_or(events::CompactionScope{});
     p.action = c.open_proposal_seq > 0 ? CompactionPlan::Action::kFinishProposal
                                        : CompactionPlan::Action::kFinishResponse;
-    p.trigger = src.value("trigger", "auto");
+    p.trigger = src.trigger.empty() ? "auto" : src.trigger;
     p.reason = "resume";
-    p.tokens_before = src.value("tokens_before", int64_t{0});
-    p.summarize_through = src.value("summarized_through", c.summarized_through);
-    p.elide_through = std::max(c.elided_through, src.value("elided_through", int64_t{0}));
+    p.tokens_before = src.tokens_before;
+    p.summarize_through = src.summarized_through;
+    p.elide_through = std::max(c.elided_through, src.elided_through);
     return p;
   }
 
@@ -341,19 +336,22 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
     return natural_tokens(after_layout,
                           ContextView{summary, plan.summarize_through, plan.elide_through}, config);
   };
-  json base{{"trigger", plan.trigger},
-            {"reason", plan.reason},
-            {"summarized_through", plan.summarize_through},
-            {"elided_through", plan.elide_through},
-            {"tokens_before", plan.tokens_before}};
+  using namespace events;
+  CompactionScope base{plan.trigger, plan.reason, plan.summarize_through, plan.elide_through,
+                       plan.tokens_before};
+  auto installed = [&](CompactionOutcome outcome, std::string source) {
+    CompactionInstalled p;
+    p.scope = base;
+    p.outcome = outcome;
+    p.source = std::move(source);
+    return p;
+  };
 
   if (plan.action == A::kNoop) {
-    json p = base;
-    p["outcome"] = "noop";
-    p["source"] = "none";
-    p["summary"] = c.summary;
-    p["tokens_after"] = plan.tokens_before;
-    append(make_event(ev::kCompactionInstalled, p));
+    CompactionInstalled p = installed(CompactionOutcome::kNoop, "none");
+    p.summary = c.summary;
+    p.tokens_after = plan.tokens_before;
+    append(make_event(p));
     r.outcome = "noop";
     r.source = "none";
     r.tokens_after = plan.tokens_before;
@@ -363,16 +361,19 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
   }
 
   if (plan.action == A::kElide) {
-    json p = base;
-    p["outcome"] = "compacted";
-    p["source"] = "elision";
     r.tokens_after = tokens_with(c.summary);
-    p["tokens_after"] = r.tokens_after;
     if (plan.trigger == "manual") {  // a manual request is answered by an installed event
-      p["summary"] = c.summary;
-      append(make_event(ev::kCompactionInstalled, p));
+      CompactionInstalled p = installed(CompactionOutcome::kCompacted, "elision");
+      p.tokens_after = r.tokens_after;
+      p.summary = c.summary;
+      append(make_event(p));
     } else {
-      append(make_event(kCompactionElided, p));
+      CompactionElided p;
+      p.scope = base;
+      p.outcome = CompactionOutcome::kCompacted;
+      p.source = "elision";
+      p.tokens_after = r.tokens_after;
+      append(make_event(p));
     }
     r.outcome = "compacted";
     r.source = "elision";
@@ -384,15 +385,13 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
   // Stage 2. The summary covers (previous summary point, plan.summarize_through].
   const int64_t after = c.summarized_through;
   if (plan.summarize_through <= after) {  // a stale proposal: nothing left to install
-    json p = base;
-    p["outcome"] = "failed";
-    p["source"] = "none";
-    p["summary"] = c.summary;
-    p["summarized_through"] = c.summarized_through;
-    p["tokens_after"] = plan.tokens_before;
-    p["error"] = fmt::format("summary point {} is not after the installed one {}",
-                             plan.summarize_through, after);
-    append(make_event(ev::kCompactionInstalled, p));
+    CompactionInstalled p = installed(CompactionOutcome::kFailed, "none");
+    p.summary = c.summary;
+    p.scope.summarized_through = c.summarized_through;
+    p.tokens_after = plan.tokens_before;
+    p.error = fmt::format("summary point {} is not after the installed one {}",
+                          plan.summarize_through, after);
+    append(make_event(p));
     r.outcome = "failed";
     r.tokens_after = plan.tokens_before;
     return r;
@@ -415,57 +414,62 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
     PolicyRequest req = summary_request_from(layout.units, state, config, c.summary, after,
                                              plan.summarize_through, plan.elide_through);
     if (plan.elide_through > c.elided_through && plan.trigger == "auto") {
-      json p = base;
-      p["outcome"] = "compacted";
-      p["source"] = "elision";
-      p["summarized_through"] = c.summarized_through;
-      p["tokens_after"] = natural_tokens(
+      CompactionElided p;
+      p.scope = base;
+      p.scope.summarized_through = c.summarized_through;
+      p.outcome = CompactionOutcome::kCompacted;
+      p.source = "elision";
+      p.tokens_after = natural_tokens(
           layout, ContextView{c.summary, c.summarized_through, plan.elide_through}, config);
-      append(make_event(kCompactionElided, p));
+      append(make_event(p));
     }
     PolicyReply reply;
     if (summariser == nullptr) {
-      reply.error = json{{"kind", "unavailable"}, {"message", "no summariser configured"}};
+      reply.error =
+          json(ModelError::make(LlmErrorKind::kUnavailable, "no summariser configured"));
     } else {
       try {
         reply = summariser->next(req);
       } catch (const std::exception& e) {
-        reply.error = json{{"kind", "exception"}, {"message", e.what()}};
+        reply.error = json(ModelError::make(LlmErrorKind::kException, e.what()));
       }
     }
     json msg = reply.message.is_object() ? reply.message : json::object();
-    text = reply.error ? "" : msg.value("content", "");
-    if (reply.error) model_error = reply.error->value("message", reply.error->dump());
+    std::optional<ModelError> error;
+    if (reply.error) error = reply.error->get<ModelError>();
+    text = error ? "" : msg.value("content", "");
+    if (error) model_error = error->message.empty() ? json(*error).dump() : error->message;
     if (summariser != nullptr) {
-      json p = base;
-      p["purpose"] = kPurposeCompaction;
-      p["message"] = json{{"content", text}};
-      p["usage"] = json{{"prompt_tokens", reply.prompt_tokens},
-                        {"completion_tokens", reply.completion_tokens}};
-      p["cost_usd"] = reply.cost_usd;
-      p["provider"] = reply.provider;
-      p["model"] = reply.model;
-      p["finish_reason"] = reply.finish_reason;
-      if (reply.error) p["error"] = *reply.error;
-      append(make_event(ev::kModelResponse, p));
+      ModelResponse p;
+      p.purpose = ModelResponse::kPurposeCompaction;
+      p.scope = base;
+      p.message = json{{"content", text}};
+      p.usage = {reply.prompt_tokens, reply.completion_tokens};
+      p.cost_usd = reply.cost_usd;
+      p.provider = reply.provider;
+      p.model = reply.model;
+      p.finish_reason = reply.finish_reason;
+      p.error = error;
+      append(make_event(p));
     }
   } else if (plan.action == A::kFinishResponse) {
-    const json& resp = c.open_response;
-    if (resp.contains("error") && !resp.at("error").is_null()) {
-      model_error = resp.at("error").value("message", "summariser failed");
-    } else {
-      text = resp.value("message", json::object()).value("content", "");
+    const ModelResponse& resp = c.open_response;
+    if (resp.error) {
+      model_error = resp.error->message.empty() ? "summariser failed" : resp.error->message;
+    } else if (resp.message.is_object()) {
+      text = resp.message.value("content", "");
     }
   }
 
   if (plan.action == A::kSummarise || plan.action == A::kFinishResponse) {
-    json p = base;
-    p["source"] = "model";
-    if (!text.empty()) p["summary_sha"] = io.put_blob(text);
-    if (!model_error.empty()) p["error"] = model_error;
-    append(make_event(ev::kCompactionProposed, p));
+    CompactionProposed p;
+    p.scope = base;
+    p.source = "model";
+    if (!text.empty()) p.summary_sha = io.put_blob(text);
+    p.error = model_error;
+    append(make_event(p));
   } else {  // kFinishProposal
-    std::string sha = c.open_proposal.value("summary_sha", "");
+    const std::string& sha = c.open_proposal.summary_sha;
     if (!sha.empty()) {
       std::optional<std::string> blob = io.get_blob(sha);
       if (blob) {
@@ -474,26 +478,26 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
         model_error = "proposed summary blob " + sha + " is missing";
       }
     } else {
-      model_error = c.open_proposal.value("error", "no summary was proposed");
+      model_error =
+          c.open_proposal.error.empty() ? "no summary was proposed" : c.open_proposal.error;
     }
   }
 
   std::string why = model_error.empty() ? validate_summary(text, config) : model_error;
-  json p = base;
-  p["outcome"] = "compacted";
+  CompactionInstalled p = installed(CompactionOutcome::kCompacted, "");
   if (why.empty()) {
-    p["source"] = "model";
-    p["summary"] = trim(text);
+    p.source = "model";
+    p.summary = trim(text);
   } else {
-    p["source"] = "structural";
-    p["summary"] = fallback(why);
-    p["rejected"] = why;
+    p.source = "structural";
+    p.summary = fallback(why);
+    p.rejected = why;
     spdlog::warn("compaction: model summary not used ({}); installing a structural summary", why);
   }
-  r.tokens_after = tokens_with(p["summary"].get<std::string>());
-  p["tokens_after"] = r.tokens_after;
-  r.source = p["source"].get<std::string>();
-  append(make_event(ev::kCompactionInstalled, p));
+  r.tokens_after = tokens_with(p.summary);
+  p.tokens_after = r.tokens_after;
+  r.source = p.source;
+  append(make_event(p));
   r.outcome = "compacted";
   spdlog::info("compaction ({}): summary ({}) through seq {}, {} -> {} tokens", plan.trigger,
                r.source, plan.summarize_through, plan.tokens_before, r.tokens_after);

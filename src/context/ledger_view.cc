@@ -107,14 +107,14 @@ void LedgerView::add(const std::vector<LedgerEntry>& ledger, size_t i) {
       attempts_.erase(old);
       if (is_good_attempt(ledger[old])) {
         best_.erase(
-            {o_.direction == "min" ? *ledger[old].score : -*ledger[old].score, ledger[old].seq});
+            {better_first_key(o_.direction, *ledger[old].score), ledger[old].seq});
       }
       it->second = i;
       ++duplicates_;
     }
   }
   attempts_.insert(i);
-  if (is_good_attempt(e)) best_[{o_.direction == "min" ? *e.score : -*e.score, e.seq}] = i;
+  if (is_good_attempt(e)) best_[{better_first_key(o_.direction, *e.score), e.seq}] = i;
 }
 
 const std::string& LedgerView::line(const std::vector<LedgerEntry>& ledger, size_t i) {

@@ -43,25 +43,6 @@ Durability durability_from_string(const std::string& s);  // throws std::invalid
 json to_json(const Event& e);
 Event event_from_json(const json& j);  // throws std::invalid_argument naming the missing field
 
-// Event type names. Never reuse or rename one: old logs must keep folding.
-namespace ev {
-inline constexpr const char* kRunCreated = "run.created";
-inline constexpr const char* kModelRequest = "model.request";
-inline constexpr const char* kModelResponse = "model.response";
-inline constexpr const char* kToolStarted = "tool.started";
-inline constexpr const char* kToolFinished = "tool.finished";
-inline constexpr const char* kWorkspaceWritten = "workspace.written";
-inline constexpr const char* kEvalFinished = "eval.finished";
-inline constexpr const char* kLedgerNoted = "ledger.noted";
-inline constexpr const char* kCompactionProposed = "compaction.proposed";
-inline constexpr const char* kCompactionInstalled = "compaction.installed";
-inline constexpr const char* kCompactionRequested = "compaction.requested";
-inline constexpr const char* kGoalChanged = "goal.changed";
-inline constexpr const char* kBudgetWarned = "budget.warned";
-inline constexpr const char* kRunPaused = "run.paused";
-inline constexpr const char* kRunResumed = "run.resumed";
-inline constexpr const char* kRunFinished = "run.finished";
-inline constexpr const char* kRunForked = "run.forked";  // first event of a fork after the prefix
-}  // namespace ev
+// The event types and their payloads: core/events.h.
 
 }  // namespace marathon

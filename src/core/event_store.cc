@@ -3,6 +3,8 @@
 // own checks miss is still reported as corruption instead of being folded.
 #include "core/event_store.h"
 
+#include "core/events.h"
+
 #include <openssl/rand.h>
 #include <sqlite3.h>
 
@@ -136,10 +138,9 @@ void EventStore::insert_locked(Event& e, void* insert_stmt) {
       .bind(10, event_checksum(e, payload));
   ins.step();
   // meta.run_id mirrors the run's identity (run.created, or run.forked for a fork).
-  if ((e.type == ev::kRunCreated || e.type == ev::kRunForked) && e.payload.is_object() &&
-      e.payload.contains("run_id") && e.payload["run_id"].is_string()) {
+  if (std::optional<std::string> run_id = events::run_id_of(e)) {
     Stmt m(db_, path_, "INSERT OR REPLACE INTO meta(key, value) VALUES ('run_id', ?)");
-    m.bind(1, e.payload["run_id"].get<std::string>()).step();
+    m.bind(1, *run_id).step();
   }
 }
 

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "core/eval_result.h"
+#include "core/events.h"
+
 namespace marathon {
 
 namespace {
@@ -25,38 +28,41 @@ std::string one_line(std::string text, size_t max) {
 }  // namespace
 
 void TerminalProgress::on_event(const Event& e, const State& s) {
-  const json& p = e.payload;
+  using namespace events;
   std::string line;
-  if (e.type == ev::kToolFinished) {
-    std::string tag = p.value("interrupted", false) ? "interrupted"
-                      : p.value("ok", false)        ? "ok"
-                                                    : "error";
+  if (is<ToolFinished>(e)) {
+    auto p = payload_of<ToolFinished>(e);
+    std::string tag = p.interrupted ? "interrupted" : p.ok ? "ok" : "error";
     line = fmt::format("[{:>4}/{}] {:<10} {:<11} {}", s.used.tool_calls, s.limits.max_tool_calls,
-                       p.value("name", ""), tag, one_line(p.value("output", ""), 80));
-  } else if (e.type == ev::kEvalFinished) {
-    const json r = p.value("result", json::object());
-    std::string verdict = r.value("correct", false) ? "correct" : "NOT correct";
-    std::string score = r.contains("score") && r["score"].is_number()
-                            ? fmt::format("{:.4g}", r["score"].get<double>())
-                            : "-";
+                       p.name, tag, one_line(p.output, 80));
+  } else if (is<EvalFinished>(e)) {
+    auto p = payload_of<EvalFinished>(e);
+    EvalResult r = read_eval_result(p.result);
+    std::string verdict = r.correct ? "correct" : "NOT correct";
+    std::string score = r.score ? fmt::format("{:.4g}", *r.score) : "-";
     line = fmt::format("           eval #{} {} {}, {} {} [{}{}] | {}", s.evaluations,
-                       short_hash(p.value("candidate", "")), verdict, s.goal.metric, score,
-                       p.value("status", "ok"), p.value("cached", false) ? ", cached" : "",
-                       score_text(s));
-  } else if (e.type == ev::kBudgetWarned) {
-    line = fmt::format("           budget: {} at {:.6g} of {:.6g}", p.value("which", ""),
-                       p.value("used", 0.0), p.value("limit", 0.0));
-  } else if (e.type == ev::kGoalChanged) {
-    line = fmt::format("           goal {}: {} {}", p.value("verb", ""), p.value("status", ""),
-                       one_line(p.value("progress", ""), 80));
-  } else if (e.type == ev::kModelResponse && p.contains("error")) {
-    line = fmt::format("           model error: {}", one_line(p["error"].dump(), 100));
-  } else if (e.type == ev::kCompactionInstalled) {
-    line = fmt::format("           compaction: {} ({} -> {} tokens)", p.value("outcome", ""),
-                       p.value("tokens_before", 0), p.value("tokens_after", 0));
-  } else if (e.type == ev::kRunPaused || e.type == ev::kRunFinished) {
-    line = fmt::format("           {}: {} {}", e.type, p.value("reason", ""),
-                       one_line(p.value("message", p.value("summary", "")), 100));
+                       short_hash(p.candidate), verdict, s.goal.metric, score,
+                       to_string(p.status), p.cached ? ", cached" : "", score_text(s));
+  } else if (is<BudgetWarned>(e)) {
+    auto p = payload_of<BudgetWarned>(e);
+    line = fmt::format("           budget: {} at {:.6g} of {:.6g}", p.which, p.used, p.limit);
+  } else if (is<GoalChanged>(e)) {
+    auto p = payload_of<GoalChanged>(e);
+    line = fmt::format("           goal {}: {} {}", to_string(p.verb),
+                       p.status ? to_string(*p.status) : "", one_line(p.progress.value_or(""), 80));
+  } else if (is<ModelResponse>(e)) {
+    auto p = payload_of<ModelResponse>(e);
+    if (p.error) line = fmt::format("           model error: {}", one_line(json(*p.error).dump(), 100));
+  } else if (is<CompactionInstalled>(e)) {
+    auto p = payload_of<CompactionInstalled>(e);
+    line = fmt::format("           compaction: {} ({} -> {} tokens)", to_string(p.outcome),
+                       p.scope.tokens_before, p.tokens_after);
+  } else if (is<RunPaused>(e)) {
+    auto p = payload_of<RunPaused>(e);
+    line = fmt::format("           {}: {} {}", e.type, p.reason, one_line(p.message, 100));
+  } else if (is<RunFinished>(e)) {
+    auto p = payload_of<RunFinished>(e);
+    line = fmt::format("           {}: {} {}", e.type, p.reason, one_line(p.summary, 100));
   }
   if (!line.empty()) {
     std::fputs((line + "\n").c_str(), out_);

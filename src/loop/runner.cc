@@ -18,7 +18,7 @@ namespace marathon {
 
 namespace {
 
-using context::kUserMessage;
+using namespace events;
 constexpr int kMaxConsecutiveModelErrors = 3;
 
 // Adds the seconds since construction to a counter when it goes out of scope.
@@ -48,9 +48,14 @@ std::string interrupted_message(const std::string& tool) {
 }
 
 bool target_met(const State& s) {
-  if (!s.goal.target || !s.best_score) return false;
-  return s.goal.direction == "min" ? *s.best_score <= *s.goal.target
-                                   : *s.best_score >= *s.goal.target;
+  return marathon::target_met(s.goal.direction, s.best_score, s.goal.target);
+}
+
+NewEvent user_message(std::string reason, std::string content) {
+  UserMessage m;
+  m.reason = std::move(reason);
+  m.content = std::move(content);
+  return make_event(m);
 }
 
 std::string best_text(const State& s) {
@@ -145,21 +150,21 @@ ToolContext Runner::tool_context() {
 std::optional<RunReport> Runner::check_stops() {
   if (state_.done) return RunReport{RunOutcome::kFinished, state_.finish_reason};
   auto pause = [this](const std::string& reason, const std::string& message) {
-    append({{ev::kRunPaused, {{"reason", reason}, {"message", message}}}});
+    append({make_event(RunPaused{reason, message})});
     return RunReport{RunOutcome::kPaused, reason};
   };
   auto finish = [this](const std::string& reason, const std::string& summary) {
-    append({{ev::kRunFinished, {{"reason", reason}, {"summary", summary}}}});
+    append({make_event(RunFinished{reason, summary})});
     return RunReport{RunOutcome::kFinished, reason};
   };
   if (hooks_.interrupted && hooks_.interrupted()) {
     return pause("interrupted", "stopped by SIGINT; `marathon resume` carries on");
   }
-  if (state_.goal.status == "paused") {
+  if (state_.goal.status == GoalStatus::kPaused) {
     return pause("goal_paused",
                  "the goal is paused; `marathon goal resume` then `marathon resume`");
   }
-  if (state_.goal.status == "cleared") return finish("goal_cleared", "the goal was cleared");
+  if (state_.goal.status == GoalStatus::kCleared) return finish("goal_cleared", "the goal was cleared");
   if (target_met(state_)) {
     return finish("target",
                   fmt::format("target {:.4g} reached: {}", *state_.goal.target, best_text(state_)));
@@ -172,16 +177,13 @@ std::optional<RunReport> Runner::check_stops() {
   }
   std::vector<NewEvent> warnings;
   for (const BudgetItem& b : budgets_to_warn(state_.limits, used, state_.budget_warnings)) {
-    warnings.push_back(
-        {ev::kBudgetWarned, {{"which", b.which}, {"used", b.used}, {"limit", b.limit}}});
-    warnings.push_back(
-        {kUserMessage,
-         {{"reason", "budget"},
-          {"content",
-           fmt::format("Budget note: {} is at {:.0f}% of its limit ({}). Wrap up: "
-                       "evaluate your best idea, note what you learned, and call "
-                       "`finish` with a summary before the run is stopped.",
-                       b.which, 100 * b.fraction(), budget_line(state_.limits, used))}}});
+    warnings.push_back(make_event(BudgetWarned{b.which, b.used, b.limit}));
+    warnings.push_back(user_message(
+        UserMessage::kBudget,
+        fmt::format("Budget note: {} is at {:.0f}% of its limit ({}). Wrap up: "
+                    "evaluate your best idea, note what you learned, and call "
+                    "`finish` with a summary before the run is stopped.",
+                    b.which, 100 * b.fraction(), budget_line(state_.limits, used))));
   }
   if (!warnings.empty()) append(std::move(warnings));
   return std::nullopt;
@@ -209,28 +211,30 @@ std::string Runner::effective_tool_error(const LoggedToolCall& call, json* args)
 
 namespace {
 
-NewEvent finished_event(const Event& started, const std::string& call_id, const std::string& name,
-                        const ToolResult& r, double elapsed_s) {
-  json p = {{"call_id", call_id},
-            {"name", name},
-            {"ok", r.ok},
-            {"output", r.output},
-            {"elapsed_s", elapsed_s}};
-  if (!r.full_output_sha.empty()) p["output_sha"] = r.full_output_sha;
-  if (r.gpu_s > 0) p["gpu_s"] = r.gpu_s;
-  return {ev::kToolFinished, p, started.id};
+ToolFinished finished_payload(const std::string& call_id, const std::string& name,
+                              const ToolResult& r, double elapsed_s) {
+  ToolFinished p;
+  p.call_id = call_id;
+  p.name = name;
+  p.ok = r.ok;
+  p.output = r.output;
+  p.elapsed_s = elapsed_s;
+  p.output_sha = r.full_output_sha;
+  if (r.gpu_s > 0) p.gpu_s = r.gpu_s;
+  return p;
 }
 
-std::vector<NewEvent> with_effects(NewEvent finished, const Event& started, ToolResult& r) {
-  std::vector<NewEvent> batch{std::move(finished)};
+std::vector<NewEvent> with_effects(const ToolFinished& finished, const Event& started,
+                                   ToolResult& r) {
+  std::vector<NewEvent> batch{make_event(finished, started.id)};
   bool has_finish = false;
   for (NewEvent& e : r.events) {
     if (e.causation.empty()) e.causation = started.id;
-    has_finish = has_finish || e.type == ev::kRunFinished;
+    has_finish = has_finish || e.type == RunFinished::kType;
     batch.push_back(std::move(e));
   }
   if (r.finishes_run && !has_finish) {
-    batch.push_back({ev::kRunFinished, {{"reason", "finish"}, {"summary", r.output}}, started.id});
+    batch.push_back(make_event(RunFinished{"finish", r.output}, started.id));
   }
   return batch;
 }
@@ -243,12 +247,13 @@ Runner::PreparedCall Runner::prepare_call(const LoggedToolCall& call, int64_t tu
   p.args = json::object();
   p.error = effective_tool_error(call, &p.args);
   p.turn = turn;
-  p.started = {ev::kToolStarted,
-               {{"call_id", call.id},
-                {"name", call.name},
-                {"arguments", p.error.empty() ? p.args : json(call.arguments)},
-                {"turn", turn},
-                {"index", call.index}}};
+  ToolStarted started;
+  started.call_id = call.id;
+  started.name = call.name;
+  started.arguments = p.error.empty() ? p.args : json(call.arguments);
+  started.turn = turn;
+  started.index = static_cast<int64_t>(call.index);
+  p.started = make_event(started);
   return p;
 }
 
@@ -256,7 +261,7 @@ void Runner::execute_call(const PreparedCall& p, const Event& started) {
   const LoggedToolCall& call = p.call;
   auto t0 = std::chrono::steady_clock::now();
   ToolResult result;
-  json extra = json::object();
+  bool interrupted = false;
   if (!p.error.empty()) {
     result.ok = false;
     result.output = p.error;
@@ -264,16 +269,16 @@ void Runner::execute_call(const PreparedCall& p, const Event& started) {
                  hooks_.logged_result ? hooks_.logged_result(p.turn, call.index, call.name)
                                       : std::nullopt) {
     result = std::move(logged->result);
-    if (logged->finished_payload.value("interrupted", false)) extra["interrupted"] = true;
+    interrupted = logged->finished.interrupted;
   } else {
     ToolContext ctx = tool_context();
     Timer t(&stats_.tools_s);
     result = run_tool_safely(*tools_.find(call.name), p.args, ctx);
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  NewEvent fin = finished_event(started, call.id, call.name, result, elapsed);
-  for (auto& [k, v] : extra.items()) fin.payload[k] = v;
-  append(with_effects(std::move(fin), started, result));
+  ToolFinished fin = finished_payload(call.id, call.name, result, elapsed);
+  fin.interrupted = interrupted;
+  append(with_effects(fin, started, result));
 }
 
 void Runner::run_call(const LoggedToolCall& call) {
@@ -309,9 +314,9 @@ void Runner::recover_in_flight() {
       result.output = interrupted_message(t.name);
     }
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    NewEvent fin = finished_event(started, t.call_id, t.name, result, elapsed);
-    if (!rerun) fin.payload["interrupted"] = true;
-    append(with_effects(std::move(fin), started, result));
+    ToolFinished fin = finished_payload(t.call_id, t.name, result, elapsed);
+    fin.interrupted = !rerun;
+    append(with_effects(fin, started, result));
   }
 }
 
@@ -320,12 +325,12 @@ std::optional<RunReport> Runner::start_goal_turn() {
   if (limit > 0 && state_.goal.turns_without_progress >= limit) {
     std::string why =
         fmt::format("paused itself after {} turns without progress ({})", limit, best_text(state_));
-    append({{ev::kGoalChanged,
-             {{"verb", "auto_pause"},
-              {"objective", state_.goal.objective},
-              {"status", "paused"},
-              {"progress", why}}},
-            {ev::kRunPaused, {{"reason", "goal_auto_paused"}, {"message", why}}}});
+    GoalChanged paused;
+    paused.verb = GoalVerb::kAutoPause;
+    paused.objective = state_.goal.objective;
+    paused.status = GoalStatus::kPaused;
+    paused.progress = why;
+    append({make_event(paused), make_event(RunPaused{"goal_auto_paused", why})});
     return RunReport{RunOutcome::kPaused, "goal_auto_paused"};
   }
   BudgetUsed used = state_.used;
@@ -336,7 +341,7 @@ std::optional<RunReport> Runner::start_goal_turn() {
       "toward the goal: try the next idea, evaluate it, note what you learn. Call `finish` "
       "with a summary only when you are done.",
       budget_line(state_.limits, used), best_text(state_), state_.evals_since_improvement);
-  append({{kUserMessage, {{"reason", "goal_turn"}, {"content", text}}}});
+  append({user_message(UserMessage::kGoalTurn, text)});
   return std::nullopt;
 }
 
@@ -359,7 +364,9 @@ bool Runner::stop_or_note_due(const BudgetUsed& used) const {
   // What check_stops() would act on, with `used` as the budget use.
   if (state_.done) return true;
   if (hooks_.interrupted && hooks_.interrupted()) return true;
-  if (state_.goal.status == "paused" || state_.goal.status == "cleared") return true;
+  if (state_.goal.status == GoalStatus::kPaused || state_.goal.status == GoalStatus::kCleared) {
+    return true;
+  }
   if (target_met(state_)) return true;
   if (exhausted_budget(state_.limits, used)) return true;
   return !budgets_to_warn(state_.limits, used, state_.budget_warnings).empty();
@@ -374,11 +381,12 @@ std::optional<RunReport> Runner::ask_policy() {
     prompt = context::build_prompt(*prompt_cache_, state_, events_);
   }
   if (!turns_.request_pending()) {
-    append({{ev::kModelRequest,
-             {{"turn", turns_.goal_turn()},
-              {"prompt_sha", prompt.sha256},
-              {"n_messages", prompt.messages.size()},
-              {"tokens_estimate", prompt.tokens_raw}}}});
+    ModelRequest req;
+    req.turn = turns_.goal_turn();
+    req.prompt_sha = prompt.sha256;
+    req.n_messages = static_cast<int64_t>(prompt.messages.size());
+    req.tokens_estimate = prompt.tokens_raw;
+    append({make_event(req)});
   }
   // Lent to the request, not copied, and taken back after the call.
   PolicyRequest request{std::move(prompt.messages), std::move(tools_json_), &state_};
@@ -388,28 +396,27 @@ std::optional<RunReport> Runner::ask_policy() {
     reply = policy_.next(request);
   } catch (const std::exception& e) {
     reply = PolicyReply{};
-    reply.error = json{{"kind", "transport"}, {"message", e.what()}};
+    reply.error = json(ModelError::make(LlmErrorKind::kTransport, e.what()));
   }
   tools_json_ = std::move(request.tools);
   // The next prompt extends these messages instead of copying every one again.
   prompt_cache_->give_back(std::move(request.messages));
-  json payload = {
-      {"message", normalise_assistant_message(reply.message, state_.turns)},
-      {"usage",
-       {{"prompt_tokens", reply.prompt_tokens}, {"completion_tokens", reply.completion_tokens}}},
-      {"cost_usd", reply.cost_usd},
-      {"provider", reply.provider},
-      {"model", reply.model},
-      {"finish_reason", reply.finish_reason}};
-  if (reply.error) payload["error"] = *reply.error;
-  if (reply.problems.is_array() && !reply.problems.empty()) payload["problems"] = reply.problems;
+  ModelResponse response;
+  response.message = normalise_assistant_message(reply.message, state_.turns);
+  response.usage = {reply.prompt_tokens, reply.completion_tokens};
+  response.cost_usd = reply.cost_usd;
+  response.provider = reply.provider;
+  response.model = reply.model;
+  response.finish_reason = reply.finish_reason;
+  if (reply.error) response.error = reply.error->get<ModelError>();
+  if (reply.problems.is_array()) response.problems = reply.problems;
   if (!reply.error) {
     context_retry_used_ = false;
     // The response and its first call's tool.started go in one transaction (one fsync): both must
     // be durable before the call acts, and nothing else is decided between them unless a stop or
     // a budget note is due after this response (then the call waits for the next iteration, as
     // the other calls of the turn do).
-    std::vector<LoggedToolCall> calls = tool_calls_of(payload["message"]);
+    std::vector<LoggedToolCall> calls = tool_calls_of(response.message);
     sync();
     BudgetUsed used = state_.used;
     used.model_calls += 1;
@@ -418,42 +425,40 @@ std::optional<RunReport> Runner::ask_policy() {
     used.cost_usd += reply.cost_usd;
     used.wall_s = wall_s();
     if (calls.empty() || stop_or_note_due(used)) {
-      append({{ev::kModelResponse, payload}});
+      append({make_event(response)});
       return std::nullopt;
     }
     PreparedCall first = prepare_call(calls.front(), turns_.responses() + 1);
-    std::vector<Event> stored = append({{ev::kModelResponse, payload}, first.started});
+    std::vector<Event> stored = append({make_event(response), first.started});
     execute_call(first, stored.back());
     return std::nullopt;
   }
-  append({{ev::kModelResponse, payload}});
+  append({make_event(response)});
 
-  std::string kind = reply.error->value("kind", "unknown");
-  std::string message = reply.error->value("message", "");
+  const ModelError& error = *response.error;
+  const std::string& kind = error.kind_text;
+  const std::string& message = error.message;
   spdlog::warn("model call failed ({}): {}", kind, message);
-  if (kind == "context_length" && !context_retry_used_) {
+  if (error.kind == LlmErrorKind::kContextLength && !context_retry_used_) {
     context_retry_used_ = true;
     compact(true);
     return std::nullopt;  // the next iteration asks again with the compacted prompt
   }
-  if (kind == "auth" || kind == "not_found" || kind == "bad_request" ||
-      kind == "replay_exhausted") {
-    append({{ev::kRunPaused, {{"reason", "model_error"}, {"message", kind + ": " + message}}}});
+  if (is_permanent(error.kind)) {
+    append({make_event(RunPaused{"model_error", kind + ": " + message})});
     return RunReport{RunOutcome::kFailed, "model_error"};
   }
   if (turns_.consecutive_model_errors() >= kMaxConsecutiveModelErrors) {
-    append({{ev::kRunPaused,
-             {{"reason", "model_unavailable"},
-              {"message", fmt::format("{} model calls failed in a row; last: {}: {}",
-                                      kMaxConsecutiveModelErrors, kind, message)}}}});
+    append({make_event(RunPaused{"model_unavailable",
+                                 fmt::format("{} model calls failed in a row; last: {}: {}",
+                                             kMaxConsecutiveModelErrors, kind, message)})});
     return RunReport{RunOutcome::kFailed, "model_unavailable"};
   }
-  if (kind == "malformed") {
-    append({{kUserMessage,
-             {{"reason", "model_error"},
-              {"content", fmt::format("Your previous reply could not be used ({}). Reply again: "
-                                      "text and/or tool calls with JSON arguments.",
-                                      message)}}}});
+  if (error.kind == LlmErrorKind::kMalformed) {
+    append({user_message(UserMessage::kModelError,
+                         fmt::format("Your previous reply could not be used ({}). Reply again: "
+                                     "text and/or tool calls with JSON arguments.",
+                                     message))});
   }
   return std::nullopt;
 }

@@ -36,7 +36,7 @@ namespace marathon {
 // run the tool.
 struct LoggedResult {
   ToolResult result;
-  json finished_payload;  // the original tool.finished payload (ok, output, interrupted, ...)
+  events::ToolFinished finished;  // the original tool.finished (ok, output, interrupted, ...)
 };
 using LoggedResultFn =
     std::function<std::optional<LoggedResult>(int64_t turn, size_t index, const std::string& tool)>;

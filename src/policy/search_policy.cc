@@ -156,13 +156,12 @@ SearchStep plan_search(const std::vector<int>& dims, const KnobConfig& start,
 
 std::map<KnobConfig, double> search_results(const std::vector<Knob>& knobs, const State& state) {
   std::map<KnobConfig, double> out;
-  const bool minimise = state.goal.direction == "min";
   for (const LedgerEntry& l : state.ledger) {
     if (l.kind != "attempt") continue;
     std::optional<KnobConfig> c = parse_config_text(knobs, l.text);
     if (!c || out.count(*c)) continue;
     bool counts = l.correct.value_or(false) && l.score.has_value() && l.failure.empty();
-    out[*c] = counts ? (minimise ? -*l.score : *l.score) : kFailed;
+    out[*c] = counts ? -better_first_key(state.goal.direction, *l.score) : kFailed;
   }
   return out;
 }
@@ -213,7 +212,7 @@ std::string score_text(double v, bool minimise) {
 PolicyReply SearchPolicy::next(const PolicyRequest& request) {
   if (!request.state) throw std::invalid_argument("the search policy needs the run's state");
   const State& s = *request.state;
-  const bool minimise = s.goal.direction == "min";
+  const bool minimise = s.goal.direction == Direction::kMin;
   std::vector<int> dims;
   KnobConfig start;
   for (const Knob& k : knobs_) {

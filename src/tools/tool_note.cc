@@ -31,7 +31,7 @@ class NoteTool : public Tool {
     std::string text = args.at("text").get<std::string>();
     bool cut = text.size() > kMaxNoteChars;
     if (cut) text = text.substr(0, kMaxNoteChars);
-    r.events.push_back({ev::kLedgerNoted, {{"kind", kind}, {"text", text}}});
+    r.events.push_back(make_event(events::LedgerNoted{kind, text}));
     r.output = fmt::format("noted ({}){}", kind,
                            cut ? fmt::format("; cut to {} characters", kMaxNoteChars) : "");
     return r;

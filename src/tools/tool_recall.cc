@@ -46,7 +46,7 @@ class RecallTool : public Tool {
       return r;
     }
     const Event& e = found.front();
-    if (e.type != ev::kToolFinished) {
+    if (!is<events::ToolFinished>(e)) {
       r.ok = false;
       r.output = fmt::format(
           "recall: seq {} is a {} event, not a tool output; pass the seq shown in "
@@ -54,8 +54,9 @@ class RecallTool : public Tool {
           seq, e.type);
       return r;
     }
-    std::string full = e.payload.value("output", "");
-    std::string sha = e.payload.value("output_sha", "");
+    auto finished = payload_of<events::ToolFinished>(e);
+    std::string full = finished.output;
+    const std::string& sha = finished.output_sha;
     if (!sha.empty() && ctx.get_blob) {
       try {
         full = ctx.get_blob(sha);
@@ -64,7 +65,7 @@ class RecallTool : public Tool {
             fmt::format("\n[recall: the uncapped output (blob {}) is missing: {}]", sha, ex.what());
       }
     }
-    r.output = recall_page(seq, e.payload.value("name", "?"), full, offset);
+    r.output = recall_page(seq, finished.name.empty() ? "?" : finished.name, full, offset);
     return r;
   }
 };

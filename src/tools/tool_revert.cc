@@ -66,17 +66,23 @@ class RevertTool : public Tool {
       if (cur != s.workspace.end() && cur->second == sha) continue;
       std::string bytes = ctx.get_blob(sha);
       write_file(ctx.workspace / path, bytes);
-      r.events.push_back(
-          {ev::kWorkspaceWritten,
-           {{"path", path}, {"sha", sha}, {"size", bytes.size()}, {"source", "revert"}}});
+      events::WorkspaceWritten w;
+      w.path = path;
+      w.sha = sha;
+      w.size = static_cast<int64_t>(bytes.size());
+      w.source = events::WorkspaceWritten::kRevert;
+      r.events.push_back(make_event(w));
       ++written;
     }
     for (const auto& [path, sha] : s.workspace) {
       if (snapshot.count(path)) continue;
       std::error_code ec;
       fs::remove(ctx.workspace / path, ec);
-      r.events.push_back(
-          {ev::kWorkspaceWritten, {{"path", path}, {"deleted", true}, {"source", "revert"}}});
+      events::WorkspaceWritten w;
+      w.path = path;
+      w.deleted = true;
+      w.source = events::WorkspaceWritten::kRevert;
+      r.events.push_back(make_event(w));
       ++deleted;
     }
     r.output = fmt::format("workspace reverted to candidate {}: {} file(s) restored, {} deleted",

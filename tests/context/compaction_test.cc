@@ -101,7 +101,7 @@ TEST(Compaction, ElisionAloneWhenItBringsThePromptUnderTheThreshold) {
   Blobs blobs;
   CompactionResult r = run_compaction(p, b.state, b.events, c, nullptr, io_for(b, blobs));
   ASSERT_EQ(r.appended.size(), 1u);
-  EXPECT_EQ(r.appended[0].type, kCompactionElided);
+  EXPECT_EQ(r.appended[0].type, events::CompactionElided::kType);
   EXPECT_LT(r.tokens_after, r.tokens_before);
   Prompt prompt = build_prompt(b.state, b.events, c);
   EXPECT_LE(prompt.tokens_estimate, c.soft_tokens());
@@ -133,11 +133,11 @@ TEST(Compaction, SummaryWhenElisionCannotFreeEnough) {
   ASSERT_TRUE(b.state.summary.has_value());
   EXPECT_EQ(b.state.summary->text, s.text);
   EXPECT_EQ(b.state.summary->summarized_through, p.summarize_through);
-  EXPECT_EQ(count(b, ev::kCompactionProposed), 1);
+  EXPECT_EQ(count(b, events::CompactionProposed::kType), 1);
   // The summariser call is logged as a model response (budgets count it), not as a turn.
   EXPECT_EQ(b.state.used.model_calls, 60 + 1);
   const Event& inst = b.events.back();
-  EXPECT_EQ(inst.type, ev::kCompactionInstalled);
+  EXPECT_EQ(inst.type, events::CompactionInstalled::kType);
   for (const char* k :
        {"trigger", "outcome", "summarized_through", "tokens_before", "tokens_after", "source"}) {
     EXPECT_TRUE(inst.payload.contains(k)) << k;
@@ -176,7 +176,7 @@ TEST(Compaction, NoSummariserMeansStructuralWithoutAModelCall) {
   CompactionResult r = run_compaction(plan_compaction(b.state, b.events, c), b.state, b.events, c,
                                       nullptr, io_for(b, blobs));
   EXPECT_EQ(r.source, "structural");
-  EXPECT_EQ(count(b, ev::kModelResponse), 60);
+  EXPECT_EQ(count(b, events::ModelResponse::kType), 60);
 }
 
 TEST(Compaction, NoopIsRecordedOnceAndNotRetriedEveryTurn) {
@@ -184,7 +184,7 @@ TEST(Compaction, NoopIsRecordedOnceAndNotRetriedEveryTurn) {
   LogBuilder b;
   b.created(700);
   for (int i = 0; i < 40; ++i) {
-    b.add(ev::kLedgerNoted, {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
+    b.add(events::LedgerNoted::kType, {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
   }
   b.tool("note", {}, "ok");
   ContextConfig c = window(700);
@@ -203,7 +203,7 @@ TEST(Compaction, ManualRequestIsServedEvenUnderTheThresholdAndClearsTheRequest) 
   LogBuilder b;
   b.created();
   for (int i = 0; i < 5; ++i) b.tool("read_file", {{"path", "k.cc"}}, filler(1000));
-  b.add(ev::kCompactionRequested, {{"trigger", "manual"}});
+  b.add(events::CompactionRequested::kType, {{"trigger", "manual"}});
   ContextConfig c = window(32000);
   CompactionPlan p = plan_compaction(b.state, b.events, c);
   ASSERT_TRUE(p.needed());
@@ -212,7 +212,7 @@ TEST(Compaction, ManualRequestIsServedEvenUnderTheThresholdAndClearsTheRequest) 
   Blobs blobs;
   run_compaction(p, b.state, b.events, c, &s, io_for(b, blobs));
   EXPECT_EQ(b.state.pending_compaction_request, 0);
-  EXPECT_EQ(b.events.back().type, ev::kCompactionInstalled);
+  EXPECT_EQ(b.events.back().type, events::CompactionInstalled::kType);
   EXPECT_EQ(b.events.back().payload["trigger"], "manual");
   EXPECT_FALSE(plan_compaction(b.state, b.events, c).needed());
 }
@@ -258,8 +258,8 @@ TEST(Compaction, ResumeFinishesAnInterruptedCompactionWithoutAskingTheModelAgain
     size_t stage2_seen = 0;
     for (size_t i = 0; i < full.events.size(); ++i) {
       const Event& e = full.events[i];
-      if (i >= before && (e.type == ev::kModelResponse || e.type == ev::kCompactionProposed ||
-                          e.type == ev::kCompactionInstalled)) {
+      if (i >= before && (e.type == events::ModelResponse::kType || e.type == events::CompactionProposed::kType ||
+                          e.type == events::CompactionInstalled::kType)) {
         if (++stage2_seen > static_cast<size_t>(cut_after)) break;
       }
       crashed.add(e.type, e.payload);

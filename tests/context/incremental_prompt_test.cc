@@ -113,19 +113,19 @@ TEST(IncrementalPrompt, SummaryPointsInsideAUnitOrBehindTheLastOneGiveTheSameUni
     EXPECT_EQ(a.sha256, s.sha256) << what;
   };
   auto two_calls = [&](const std::string& x, const std::string& y) {
-    b.add(ev::kModelRequest, {{"turn", 1}});
-    b.add(ev::kModelResponse,
+    b.add(events::ModelRequest::kType, {{"turn", 1}});
+    b.add(events::ModelResponse::kType,
           {{"message",
             {{"content", "two at once"},
              {"tool_calls", json::array({{{"id", x}, {"name", "run"}, {"arguments", "{}"}},
                                          {{"id", y}, {"name", "run"}, {"arguments", "{}"}}})}}}});
   };
   auto result = [&](const std::string& id) {
-    b.add(ev::kToolStarted, {{"call_id", id}, {"name", "run"}});
+    b.add(events::ToolStarted::kType, {{"call_id", id}, {"name", "run"}});
     return b.finish(id, "run", filler(400, 'r'));
   };
   auto install = [&](int64_t through) {
-    b.add(ev::kCompactionInstalled, {{"outcome", "compacted"},
+    b.add(events::CompactionInstalled::kType, {{"outcome", "compacted"},
                                      {"summary", "through " + std::to_string(through)},
                                      {"summarized_through", through},
                                      {"trigger", "manual"}});
@@ -182,8 +182,8 @@ TEST(IncrementalPrompt, TheTokenRatioFitMatchesTheBackwardWalkOverTheLog) {
   for (int step = 0; step < 300; ++step) {
     log.turn(1000 + 37 * step);
     if (step % 40 == 7) {  // a summariser answer right after a request: that request is unpaired
-      log.b.add(ev::kModelRequest, {{"turn", step}, {"tokens_estimate", 500}});
-      log.b.add(ev::kModelResponse, {{"purpose", "compaction"},
+      log.b.add(events::ModelRequest::kType, {{"turn", step}, {"tokens_estimate", 500}});
+      log.b.add(events::ModelResponse::kType, {{"purpose", "compaction"},
                                      {"message", {{"content", "s"}}},
                                      {"usage", {{"prompt_tokens", 99999}}}});
     }

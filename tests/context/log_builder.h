@@ -19,7 +19,7 @@ class LogBuilder {
 
   // run.created for the demo task (goal, budget, config with the window).
   void created(int64_t context_window = 32000, int64_t max_tool_calls = 1200) {
-    add(ev::kRunCreated, {{"run_id", "run-test"},
+    add(events::RunCreated::kType, {{"run_id", "run-test"},
                           {"task",
                            {{"name", "cpu-matmul"},
                             {"description", "Make matmul fast."},
@@ -55,8 +55,8 @@ class LogBuilder {
   std::string call(const std::string& name, const json& args, const std::string& text = "",
                    int64_t estimate = 0, int64_t reported = 0) {
     std::string id = fmt::format("call-{}", ++calls_);
-    add(ev::kModelRequest, {{"turn", calls_}, {"tokens_estimate", estimate}});
-    add(ev::kModelResponse,
+    add(events::ModelRequest::kType, {{"turn", calls_}, {"tokens_estimate", estimate}});
+    add(events::ModelResponse::kType,
         {{"message",
           {{"content", text},
            {"tool_calls",
@@ -65,13 +65,13 @@ class LogBuilder {
          {"provider", "openai"},
          {"model", "scripted"},
          {"finish_reason", "tool_calls"}});
-    add(ev::kToolStarted, {{"call_id", id}, {"name", name}, {"arguments", args}});
+    add(events::ToolStarted::kType, {{"call_id", id}, {"name", name}, {"arguments", args}});
     return id;
   }
 
   int64_t finish(const std::string& id, const std::string& name, const std::string& output,
                  bool ok = true) {
-    return add(ev::kToolFinished, {{"call_id", id},
+    return add(events::ToolFinished::kType, {{"call_id", id},
                                    {"name", name},
                                    {"ok", ok},
                                    {"output", output},

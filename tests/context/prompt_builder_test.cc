@@ -27,7 +27,7 @@ ContextConfig small_window() {
 TEST(PromptBuilder, OrderIsRulesGoalLedgerSummaryThenTaskThenTurns) {
   LogBuilder b;
   b.tool("read_file", {{"path", "kernel.cc"}}, "int main() {}");
-  b.add(ev::kCompactionInstalled, {{"outcome", "compacted"},
+  b.add(events::CompactionInstalled::kType, {{"outcome", "compacted"},
                                    {"summary", "SUMMARY-TEXT"},
                                    {"summarized_through", 0},
                                    {"trigger", "manual"}});
@@ -71,7 +71,7 @@ TEST(PromptBuilder, ElidedOutputsBecomeRecallPointersAndShortOnesStay) {
   int64_t big = b.tool("read_file", {{"path", "k.cc"}}, filler(2000));
   int64_t small = b.tool("note", {}, "ok");
   b.tool("read_file", {{"path", "k.cc"}}, filler(2000, 'c'));
-  b.add(kCompactionElided, {{"outcome", "compacted"}, {"elided_through", small}});
+  b.add(events::CompactionElided::kType, {{"outcome", "compacted"}, {"elided_through", small}});
   Prompt p = build_prompt(demo_state(), b.events, ContextConfig{});
   std::string all = p.messages.dump();
   EXPECT_TRUE(contains(all, elision_pointer(big)));

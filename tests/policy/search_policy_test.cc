@@ -95,7 +95,7 @@ TEST(PlanSearch, FailedConfigurationsNeverSurvive) {
 State fresh_state(int64_t max_tool_calls) {
   State s;
   s.created = true;
-  s.goal.direction = "max";
+  s.goal.direction = Direction::kMax;
   s.limits.max_tool_calls = max_tool_calls;
   return s;
 }
@@ -193,7 +193,7 @@ TEST(SearchPolicyReplies, ResumeWithAFreshPolicyContinuesTheSamePlan) {
 TEST(SearchPolicyReplies, FailedAttemptsCountAsFailuresForMinGoalsToo) {
   SearchPolicy p(Files{{"kernel.cc", kKernel}});
   State s = fresh_state(100);
-  s.goal.direction = "min";
+  s.goal.direction = Direction::kMin;
   LedgerEntry a;
   a.kind = "attempt";
   a.text = "BM=16 BN=32 U=1";
