@@ -11,8 +11,8 @@
 #include <optional>
 
 #include "cli/commands.h"
-#include "core/events.h"
 #include "core/event_store.h"
+#include "core/events.h"
 #include "core/fold.h"
 #include "goal/task_spec.h"
 #include "loop/drive.h"

@@ -221,9 +221,9 @@ CompactionPlan plan_compaction(PromptCache& cache, const State& state,
 
   // A compaction a crash interrupted is finished first, from what the log already holds.
   if (c.open_proposal_seq > 0 || c.open_response_seq > 0) {
-    const events::CompactionScope src = c.open_proposal_seq > 0
-                                            ? c.open_proposal.scope
-                                            : c.open_response.scope.value_or(events::CompactionScope{});
+    const events::CompactionScope src =
+        c.open_proposal_seq > 0 ? c.open_proposal.scope
+                                : c.open_response.scope.value_or(events::CompactionScope{});
     p.action = c.open_proposal_seq > 0 ? CompactionPlan::Action::kFinishProposal
                                        : CompactionPlan::Action::kFinishResponse;
     p.trigger = src.trigger.empty() ? "auto" : src.trigger;
@@ -425,8 +425,7 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
     }
     PolicyReply reply;
     if (summariser == nullptr) {
-      reply.error =
-          json(ModelError::make(LlmErrorKind::kUnavailable, "no summariser configured"));
+      reply.error = json(ModelError::make(LlmErrorKind::kUnavailable, "no summariser configured"));
     } else {
       try {
         reply = summariser->next(req);

@@ -12,7 +12,6 @@
 
 namespace marathon::context {
 
-
 struct CompactionLog {
   std::string summary;              // installed summary text ("" if none)
   int64_t summarized_through = 0;   // events up to this seq are covered by the summary

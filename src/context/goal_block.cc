@@ -56,7 +56,8 @@ std::string render_goal_block(const State& s) {
     out += "\nBest so far: " + fmt_number(*s.best_score);
     if (!s.best_candidate.empty()) out += " (candidate " + short_hash(s.best_candidate) + ")";
     if (g.target) {
-      out += target_met(g.direction, s.best_score, g.target) ? ", target reached" : ", target not reached";
+      out += target_met(g.direction, s.best_score, g.target) ? ", target reached"
+                                                             : ", target not reached";
     }
   } else {
     out += "\nBest so far: no correct result yet";

@@ -106,8 +106,7 @@ void LedgerView::add(const std::vector<LedgerEntry>& ledger, size_t i) {
       const size_t old = it->second;
       attempts_.erase(old);
       if (is_good_attempt(ledger[old])) {
-        best_.erase(
-            {better_first_key(o_.direction, *ledger[old].score), ledger[old].seq});
+        best_.erase({better_first_key(o_.direction, *ledger[old].score), ledger[old].seq});
       }
       it->second = i;
       ++duplicates_;

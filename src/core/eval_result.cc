@@ -123,8 +123,8 @@ std::string validate_eval_output(json& r) {
       kMetrics, [](const json& x) { return x.is_object(); }, "an object", json::object());
   if (e.empty()) {
     e = typed(
-        kDetails, [](const json& x) { return x.is_array() || x.is_object(); },
-        "an array or object", json::array());
+        kDetails, [](const json& x) { return x.is_array() || x.is_object(); }, "an array or object",
+        json::array());
   }
   if (e.empty()) {
     e = typed(
@@ -138,7 +138,9 @@ std::string validate_eval_output(json& r) {
         },
         "an array of strings", json::array());
   }
-  if (e.empty()) e = typed(kLog, [](const json& x) { return x.is_string(); }, "a string", "");
+  if (e.empty())
+    e = typed(
+        kLog, [](const json& x) { return x.is_string(); }, "a string", "");
   // Optional fields the runtime reads: absent stays absent, a wrong type is refused here rather
   // than breaking every later read of the log.
   for (const char* k : {kFigures}) {

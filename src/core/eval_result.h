@@ -52,7 +52,8 @@ const std::vector<EvalResultField>& eval_result_fields();
 EvalResult read_eval_result(const json& result);
 
 // Validates an evaluator's object against the contract and fills in the defaults of the optional
-// fields (in place, extra fields kept). Returns "" or what is wrong (e.g. `missing field "correct"`).
+// fields (in place, extra fields kept). Returns "" or what is wrong (e.g. `missing field
+// "correct"`).
 std::string validate_eval_output(json& result);
 
 // The full result object of an outcome that produced none.

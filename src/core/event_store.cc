@@ -3,8 +3,6 @@
 // own checks miss is still reported as corruption instead of being folded.
 #include "core/event_store.h"
 
-#include "core/events.h"
-
 #include <openssl/rand.h>
 #include <sqlite3.h>
 
@@ -12,6 +10,7 @@
 #include <memory>
 
 #include "core/checksum.h"
+#include "core/events.h"
 #include "core/json_reader.h"
 #include "core/sqlite_stmt.h"
 

@@ -134,9 +134,7 @@ bool target_met(Direction d, std::optional<double> best, std::optional<double> t
   return d == Direction::kMin ? *best <= *target : *best >= *target;
 }
 
-double better_first_key(Direction d, double score) {
-  return d == Direction::kMin ? score : -score;
-}
+double better_first_key(Direction d, double score) { return d == Direction::kMin ? score : -score; }
 
 // ---- errors and the reader ----------------------------------------------------------------------
 
@@ -308,8 +306,8 @@ void from_json(const json& j, GoalSpec& g) {
   PayloadReader r(j, "goal");
   g.objective = r.opt_str("objective");
   g.metric = r.opt_str("metric");
-  g.direction = r.has("direction") ? enum_field(r, "direction", direction_from_string)
-                                   : Direction::kMax;
+  g.direction =
+      r.has("direction") ? enum_field(r, "direction", direction_from_string) : Direction::kMax;
   g.target = r.opt_num("target");
 }
 
@@ -331,6 +329,8 @@ void from_json(const json& j, BudgetSpec& b) {
 }
 
 constexpr const char* kKind = "kind";
+constexpr const char* kHttpStatus = "http_status";
+constexpr const char* kAttempts = "attempts";
 
 ModelError ModelError::make(LlmErrorKind kind, std::string message) {
   ModelError e;
@@ -343,15 +343,18 @@ void to_json(json& j, const ModelError& e) {
   j = e.extra.is_object() ? e.extra : json::object();
   j[kKind] = e.kind_text.empty() ? to_string(e.kind) : e.kind_text;
   j[kMessage] = e.message;
+  put_opt(j, kHttpStatus, e.http_status);
+  put_opt(j, kAttempts, e.attempts);
 }
 void from_json(const json& j, ModelError& e) {
   PayloadReader r(j, "error");
   e.kind_text = r.opt_str(kKind, "unknown");
   e.kind = llm_error_kind_from_string(e.kind_text);
   e.message = r.opt_str(kMessage);
+  e.http_status = r.opt_int(kHttpStatus);
+  e.attempts = r.opt_int(kAttempts);
   e.extra = j;
-  e.extra.erase(kKind);
-  e.extra.erase(kMessage);
+  for (const char* k : {kKind, kMessage, kHttpStatus, kAttempts}) e.extra.erase(k);
 }
 
 void to_json(json& j, const ReplayOf& r) { j = json{{kRunId, r.run_id}, {"run_dir", r.run_dir}}; }
@@ -424,14 +427,14 @@ constexpr const char* kProblems = "problems";
 constexpr const char* kPurpose = "purpose";
 
 void to_json(json& j, const ModelResponse& p) {
-  j = json{{kMessage, p.message},
-           {kUsage,
-            {{kPromptTokens, p.usage.prompt_tokens},
-             {kCompletionTokens, p.usage.completion_tokens}}},
-           {"cost_usd", p.cost_usd},
-           {"provider", p.provider},
-           {"model", p.model},
-           {"finish_reason", p.finish_reason}};
+  j = json{
+      {kMessage, p.message},
+      {kUsage,
+       {{kPromptTokens, p.usage.prompt_tokens}, {kCompletionTokens, p.usage.completion_tokens}}},
+      {"cost_usd", p.cost_usd},
+      {"provider", p.provider},
+      {"model", p.model},
+      {"finish_reason", p.finish_reason}};
   if (p.error) j[kError] = *p.error;
   if (p.problems.is_array() && !p.problems.empty()) j[kProblems] = p.problems;
   put_nonempty(j, kPurpose, p.purpose);
@@ -527,10 +530,10 @@ void from_json(const json& j, WorkspaceWritten& p) {
 // -- eval.finished
 
 void to_json(json& j, const EvalFinished& p) {
-  j = json{{"candidate", p.candidate},   {"cache_key", p.cache_key},
-           {"strategy", p.strategy},     {"cached", p.cached},
+  j = json{{"candidate", p.candidate},      {"cache_key", p.cache_key},
+           {"strategy", p.strategy},        {"cached", p.cached},
            {"status", to_string(p.status)}, {"result", p.result},
-           {kElapsed, p.elapsed_s},      {kGpu, p.gpu_s}};
+           {kElapsed, p.elapsed_s},         {kGpu, p.gpu_s}};
 }
 void from_json(const json& j, EvalFinished& p) {
   PayloadReader r(j, EvalFinished::kType);
@@ -701,8 +704,8 @@ const std::vector<TypeInfo>& all_types() {
       {RunCreated::kType,
        RunCreated::kVersion,
        {"run_id", "task?", "task_dir?", "goal?{objective, metric, direction, target?}",
-        "budget?{max_tool_calls?, max_wall_s?, max_tokens?, max_cost_usd?, max_gpu_s?}",
-        "config?", "replay_of?"}},
+        "budget?{max_tool_calls?, max_wall_s?, max_tokens?, max_cost_usd?, max_gpu_s?}", "config?",
+        "replay_of?"}},
       {ModelRequest::kType,
        ModelRequest::kVersion,
        {"turn?", "prompt_sha", "n_messages", "tokens_estimate"}},
@@ -711,7 +714,9 @@ const std::vector<TypeInfo>& all_types() {
        {"message", "usage{prompt_tokens, completion_tokens}", "cost_usd", "provider", "model",
         "finish_reason", "error?{kind, message, ...}", "problems?", "purpose?",
         "trigger?, reason?, summarized_through?, elided_through?, tokens_before? (with purpose)"}},
-      {ToolStarted::kType, ToolStarted::kVersion, {"call_id", "name", "arguments", "turn?", "index?"}},
+      {ToolStarted::kType,
+       ToolStarted::kVersion,
+       {"call_id", "name", "arguments", "turn?", "index?"}},
       {ToolFinished::kType,
        ToolFinished::kVersion,
        {"call_id", "name", "ok", "output", "output_sha?", "elapsed_s", "gpu_s?", "interrupted?"}},
@@ -720,8 +725,7 @@ const std::vector<TypeInfo>& all_types() {
        {"path", "sha (unless deleted)", "size", "deleted?", "source?"}},
       {EvalFinished::kType,
        EvalFinished::kVersion,
-       {"candidate", "cache_key", "strategy", "cached", "status", "result", "elapsed_s",
-        "gpu_s"}},
+       {"candidate", "cache_key", "strategy", "cached", "status", "result", "elapsed_s", "gpu_s"}},
       {LedgerNoted::kType, LedgerNoted::kVersion, {"kind", "text"}},
       {CompactionRequested::kType, CompactionRequested::kVersion, {"trigger"}},
       {CompactionProposed::kType,

@@ -27,12 +27,12 @@ namespace marathon {
 
 // Which way the goal metric improves.
 enum class Direction { kMax, kMin };
-std::string to_string(Direction d);                       // "max" | "min"
-Direction direction_from_string(std::string_view s);      // throws std::invalid_argument
+std::string to_string(Direction d);                   // "max" | "min"
+Direction direction_from_string(std::string_view s);  // throws std::invalid_argument
 
 enum class GoalStatus { kActive, kPaused, kCleared, kDone };
-std::string to_string(GoalStatus s);                      // active | paused | cleared | done
-GoalStatus goal_status_from_string(std::string_view s);   // throws std::invalid_argument
+std::string to_string(GoalStatus s);                     // active | paused | cleared | done
+GoalStatus goal_status_from_string(std::string_view s);  // throws std::invalid_argument
 
 // What a goal verb (goal.changed) does.
 enum class GoalVerb { kSet, kEdit, kPause, kResume, kClear, kAutoPause, kDone };
@@ -67,7 +67,7 @@ LlmErrorKind llm_error_kind_from_string(std::string_view s);  // unknown text: k
 bool is_permanent(LlmErrorKind k);
 
 enum class CompactionOutcome { kCompacted, kNoop, kFailed };
-std::string to_string(CompactionOutcome o);  // compacted | noop | failed
+std::string to_string(CompactionOutcome o);                            // compacted | noop | failed
 CompactionOutcome compaction_outcome_from_string(std::string_view s);  // throws
 
 // The one definition of "better" and "target met" for a direction.
@@ -118,12 +118,14 @@ struct Usage {
   bool operator==(const Usage&) const = default;
 };
 
-// model.response `error`: kind and message, plus whatever else the writer recorded (http_status,
-// attempts), kept verbatim in `extra`.
+// model.response `error`: kind and message, the HTTP status and attempts of a provider call, and
+// whatever else a writer recorded, kept verbatim in `extra`.
 struct ModelError {
   LlmErrorKind kind = LlmErrorKind::kUnknown;
   std::string kind_text;  // as logged (equals to_string(kind) unless kind is kUnknown)
   std::string message;
+  std::optional<int64_t> http_status;  // 0: no HTTP response arrived
+  std::optional<int64_t> attempts;
   json extra = json::object();
   static ModelError make(LlmErrorKind kind, std::string message);
   bool operator==(const ModelError&) const = default;
@@ -155,7 +157,7 @@ struct RunCreated {
   std::optional<std::string> task_dir;  // absolute task folder
   std::optional<GoalSpec> goal;
   std::optional<BudgetSpec> budget;
-  json config = json::object();         // policy, model, base_url, context_window, ...
+  json config = json::object();  // policy, model, base_url, context_window, ...
   std::optional<ReplayOf> replay_of;
 };
 
@@ -181,8 +183,8 @@ struct ModelResponse {
   std::string model;
   std::string finish_reason;
   std::optional<ModelError> error;
-  json problems;                       // [{tool_call_id, kind, message}] or null
-  std::string purpose;                 // "" for a conversation turn
+  json problems;                         // [{tool_call_id, kind, message}] or null
+  std::string purpose;                   // "" for a conversation turn
   std::optional<CompactionScope> scope;  // with purpose compaction
 };
 
@@ -192,7 +194,7 @@ struct ToolStarted {
   std::string call_id;  // required
   std::string name;     // required
   json arguments;       // the parsed arguments (or the raw text when invalid); null when left out
-  std::optional<int64_t> turn;  // model.response count when the call was made
+  std::optional<int64_t> turn;   // model.response count when the call was made
   std::optional<int64_t> index;  // the call's place in its response
 };
 
@@ -212,11 +214,11 @@ struct ToolFinished {
 struct WorkspaceWritten {
   static constexpr const char* kType = "workspace.written";
   static constexpr int kVersion = 1;
-  std::string path;    // required
-  std::string sha;     // required unless deleted
+  std::string path;  // required
+  std::string sha;   // required unless deleted
   int64_t size = 0;
   bool deleted = false;
-  std::string source;  // one of the below, or "" (a file tool)
+  std::string source;                                 // one of the below, or "" (a file tool)
   static constexpr const char* kStarter = "starter";  // the task's starter files, at creation
   static constexpr const char* kSync = "sync";        // changed on disk behind the log's back
   static constexpr const char* kRevert = "revert";    // the revert tool
@@ -262,8 +264,8 @@ struct CompactionInstalled {
   static constexpr int kVersion = 1;
   CompactionScope scope;
   CompactionOutcome outcome = CompactionOutcome::kCompacted;  // required
-  std::string summary;   // required when compacted
-  std::string source;    // model | structural | elision | none
+  std::string summary;                                        // required when compacted
+  std::string source;                                         // model | structural | elision | none
   int64_t tokens_after = 0;
   std::string rejected;  // why the model's summary was not used
   std::string error;     // why it failed
@@ -284,7 +286,7 @@ struct UserMessage {
   static constexpr const char* kType = "user.message";
   static constexpr int kVersion = 1;
   static constexpr const char* kGoalTurn = "goal_turn";      // the model stopped; keep going
-  static constexpr const char* kBudget = "budget";            // a budget is near its limit
+  static constexpr const char* kBudget = "budget";           // a budget is near its limit
   static constexpr const char* kModelError = "model_error";  // the last reply was unusable
   std::string content;
   std::string reason;
@@ -340,8 +342,8 @@ struct RunForked {
 
 // ---- JSON conversions (nlohmann ADL) ----------------------------------------------------------
 
-#define MARATHON_EVENT_JSON(T)          \
-  void to_json(json& j, const T& p);    \
+#define MARATHON_EVENT_JSON(T)       \
+  void to_json(json& j, const T& p); \
   void from_json(const json& j, T& p);
 MARATHON_EVENT_JSON(GoalSpec)
 MARATHON_EVENT_JSON(BudgetSpec)

@@ -7,7 +7,6 @@
 
 namespace marathon {
 
-
 State load_state(const EventStore& store, int64_t to_seq, const LoadOptions& options,
                  LoadStats* stats) {
   LoadStats local;
@@ -31,7 +30,8 @@ State load_state(const EventStore& store, int64_t to_seq, const LoadOptions& opt
     // from a checkpoint too: the result never depends on what a writer stored there).
     for (auto& [id, call] : s.in_flight) {
       auto started = store.read(call.started_seq, call.started_seq);
-      if (started.size() == 1) call.arguments = payload_of<events::ToolStarted>(started[0]).arguments;
+      if (started.size() == 1)
+        call.arguments = payload_of<events::ToolStarted>(started[0]).arguments;
     }
   } catch (const std::invalid_argument& e) {
     throw StoreError("event log " + store.path() + ": cannot fold: " + e.what());

@@ -35,11 +35,11 @@ struct BudgetUsed {
 
 struct GoalState {
   std::string objective;
-  std::string metric;             // e.g. "speedup"
+  std::string metric;  // e.g. "speedup"
   Direction direction = Direction::kMax;
   std::optional<double> target;
   GoalStatus status = GoalStatus::kActive;
-  std::string progress;           // free text, set by goal verbs
+  std::string progress;  // free text, set by goal verbs
   int turns_without_progress = 0;
 
   bool operator==(const GoalState&) const = default;

@@ -16,10 +16,10 @@ PolicyReply to_policy_reply(const llm::ChatResult& result, const std::string& pr
   reply.cost_usd = result.cost_usd;
   reply.finish_reason = result.finish_reason;
   if (result.error) {
-    reply.error = json{{"kind", llm::to_string(result.error->kind)},
-                       {"message", result.error->message},
-                       {"http_status", result.error->http_status},
-                       {"attempts", result.attempts}};
+    events::ModelError error = events::ModelError::make(result.error->kind, result.error->message);
+    error.http_status = result.error->http_status;
+    error.attempts = result.attempts;
+    reply.error = json(error);
   }
   for (const auto& p : result.problems) {
     reply.problems.push_back(

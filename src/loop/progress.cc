@@ -41,8 +41,8 @@ void TerminalProgress::on_event(const Event& e, const State& s) {
     std::string verdict = r.correct ? "correct" : "NOT correct";
     std::string score = r.score ? fmt::format("{:.4g}", *r.score) : "-";
     line = fmt::format("           eval #{} {} {}, {} {} [{}{}] | {}", s.evaluations,
-                       short_hash(p.candidate), verdict, s.goal.metric, score,
-                       to_string(p.status), p.cached ? ", cached" : "", score_text(s));
+                       short_hash(p.candidate), verdict, s.goal.metric, score, to_string(p.status),
+                       p.cached ? ", cached" : "", score_text(s));
   } else if (is<BudgetWarned>(e)) {
     auto p = payload_of<BudgetWarned>(e);
     line = fmt::format("           budget: {} at {:.6g} of {:.6g}", p.which, p.used, p.limit);
@@ -52,7 +52,8 @@ void TerminalProgress::on_event(const Event& e, const State& s) {
                        p.status ? to_string(*p.status) : "", one_line(p.progress.value_or(""), 80));
   } else if (is<ModelResponse>(e)) {
     auto p = payload_of<ModelResponse>(e);
-    if (p.error) line = fmt::format("           model error: {}", one_line(json(*p.error).dump(), 100));
+    if (p.error)
+      line = fmt::format("           model error: {}", one_line(json(*p.error).dump(), 100));
   } else if (is<CompactionInstalled>(e)) {
     auto p = payload_of<CompactionInstalled>(e);
     line = fmt::format("           compaction: {} ({} -> {} tokens)", to_string(p.outcome),

@@ -121,8 +121,7 @@ std::unique_ptr<EventStore> create_replay_run(const fs::path& from_dir, const fs
   auto store = EventStore::open(to.events_db().string(), EventStore::Mode::kCreate);
 
   auto created = payload_of<RunCreated>(original->front());
-  created.replay_of = ReplayOf{created.run_id,
-                               fs::absolute(from_dir).lexically_normal().string()};
+  created.replay_of = ReplayOf{created.run_id, fs::absolute(from_dir).lexically_normal().string()};
   created.run_id = new_run_id();
   std::vector<NewEvent> batch{make_event(created)};
   WorkspaceFiles files;

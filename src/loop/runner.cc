@@ -164,7 +164,8 @@ std::optional<RunReport> Runner::check_stops() {
     return pause("goal_paused",
                  "the goal is paused; `marathon goal resume` then `marathon resume`");
   }
-  if (state_.goal.status == GoalStatus::kCleared) return finish("goal_cleared", "the goal was cleared");
+  if (state_.goal.status == GoalStatus::kCleared)
+    return finish("goal_cleared", "the goal was cleared");
   if (target_met(state_)) {
     return finish("target",
                   fmt::format("target {:.4g} reached: {}", *state_.goal.target, best_text(state_)));
@@ -178,12 +179,12 @@ std::optional<RunReport> Runner::check_stops() {
   std::vector<NewEvent> warnings;
   for (const BudgetItem& b : budgets_to_warn(state_.limits, used, state_.budget_warnings)) {
     warnings.push_back(make_event(BudgetWarned{b.which, b.used, b.limit}));
-    warnings.push_back(user_message(
-        UserMessage::kBudget,
-        fmt::format("Budget note: {} is at {:.0f}% of its limit ({}). Wrap up: "
-                    "evaluate your best idea, note what you learned, and call "
-                    "`finish` with a summary before the run is stopped.",
-                    b.which, 100 * b.fraction(), budget_line(state_.limits, used))));
+    warnings.push_back(
+        user_message(UserMessage::kBudget,
+                     fmt::format("Budget note: {} is at {:.0f}% of its limit ({}). Wrap up: "
+                                 "evaluate your best idea, note what you learned, and call "
+                                 "`finish` with a summary before the run is stopped.",
+                                 b.which, 100 * b.fraction(), budget_line(state_.limits, used))));
   }
   if (!warnings.empty()) append(std::move(warnings));
   return std::nullopt;
@@ -449,9 +450,9 @@ std::optional<RunReport> Runner::ask_policy() {
     return RunReport{RunOutcome::kFailed, "model_error"};
   }
   if (turns_.consecutive_model_errors() >= kMaxConsecutiveModelErrors) {
-    append({make_event(RunPaused{"model_unavailable",
-                                 fmt::format("{} model calls failed in a row; last: {}: {}",
-                                             kMaxConsecutiveModelErrors, kind, message)})});
+    append({make_event(
+        RunPaused{"model_unavailable", fmt::format("{} model calls failed in a row; last: {}: {}",
+                                                   kMaxConsecutiveModelErrors, kind, message)})});
     return RunReport{RunOutcome::kFailed, "model_unavailable"};
   }
   if (error.kind == LlmErrorKind::kMalformed) {

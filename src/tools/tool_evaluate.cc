@@ -75,8 +75,7 @@ std::string describe_evaluation(const events::EvalFinished& p, const State& befo
   }
   out += "\n";
   if (r.violations.is_array() && !r.violations.empty()) {
-    out += "violations (this result never counts as an improvement): " + r.violations.dump() +
-           "\n";
+    out += "violations (this result never counts as an improvement): " + r.violations.dump() + "\n";
   }
   std::string mt = metrics_text(r.metrics);
   if (!mt.empty()) out += "metrics: " + mt + "\n";

@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
     const Event* last = nullptr;
     for (auto it = events.rbegin(); it != events.rend(); ++it) {
       const std::string& t = it->type;
-      if (t == events::ModelRequest::kType || t == events::ToolStarted::kType || t == events::ToolFinished::kType ||
+      if (t == events::ModelRequest::kType || t == events::ToolStarted::kType ||
+          t == events::ToolFinished::kType ||
           (t == events::ModelResponse::kType && !it->payload.contains("purpose"))) {
         last = &*it;
         break;
@@ -97,13 +98,14 @@ int main(int argc, char** argv) {
                    {"tool_calls", json::array({call})}}},
                  {"usage", {{"prompt_tokens", estimate * 11 / 10}, {"completion_tokens", 30}}}}));
     } else if (last && last->type == events::ModelResponse::kType) {
-      append(
-          ne(events::ToolStarted::kType, {{"call_id", id}, {"name", name}, {"arguments", json::object()}}));
+      append(ne(events::ToolStarted::kType,
+                {{"call_id", id}, {"name", name}, {"arguments", json::object()}}));
     } else if (last && last->type == events::ToolStarted::kType) {
       std::string out =
           name == "note" ? "noted" : filler(1200 + (n * 37) % 1500, static_cast<int>(n));
       std::vector<NewEvent> batch = {
-          ne(events::ToolFinished::kType, {{"call_id", id}, {"name", name}, {"ok", true}, {"output", out}})};
+          ne(events::ToolFinished::kType,
+             {{"call_id", id}, {"name", name}, {"ok", true}, {"output", out}})};
       if (name == "note") {
         batch.push_back(ne(events::LedgerNoted::kType,
                            {{"kind", "dead_end"}, {"text", "DEAD-END-" + std::to_string(n)}}));

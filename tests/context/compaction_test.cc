@@ -184,7 +184,8 @@ TEST(Compaction, NoopIsRecordedOnceAndNotRetriedEveryTurn) {
   LogBuilder b;
   b.created(700);
   for (int i = 0; i < 40; ++i) {
-    b.add(events::LedgerNoted::kType, {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
+    b.add(events::LedgerNoted::kType,
+          {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
   }
   b.tool("note", {}, "ok");
   ContextConfig c = window(700);
@@ -258,8 +259,9 @@ TEST(Compaction, ResumeFinishesAnInterruptedCompactionWithoutAskingTheModelAgain
     size_t stage2_seen = 0;
     for (size_t i = 0; i < full.events.size(); ++i) {
       const Event& e = full.events[i];
-      if (i >= before && (e.type == events::ModelResponse::kType || e.type == events::CompactionProposed::kType ||
-                          e.type == events::CompactionInstalled::kType)) {
+      if (i >= before &&
+          (e.type == events::ModelResponse::kType || e.type == events::CompactionProposed::kType ||
+           e.type == events::CompactionInstalled::kType)) {
         if (++stage2_seen > static_cast<size_t>(cut_after)) break;
       }
       crashed.add(e.type, e.payload);

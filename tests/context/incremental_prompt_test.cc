@@ -126,9 +126,9 @@ TEST(IncrementalPrompt, SummaryPointsInsideAUnitOrBehindTheLastOneGiveTheSameUni
   };
   auto install = [&](int64_t through) {
     b.add(events::CompactionInstalled::kType, {{"outcome", "compacted"},
-                                     {"summary", "through " + std::to_string(through)},
-                                     {"summarized_through", through},
-                                     {"trigger", "manual"}});
+                                               {"summary", "through " + std::to_string(through)},
+                                               {"summarized_through", through},
+                                               {"trigger", "manual"}});
   };
   for (int i = 0; i < 5; ++i) b.tool("read_file", {{"path", "k.cc"}}, filler(500 + i));
   check("plain");
@@ -184,8 +184,8 @@ TEST(IncrementalPrompt, TheTokenRatioFitMatchesTheBackwardWalkOverTheLog) {
     if (step % 40 == 7) {  // a summariser answer right after a request: that request is unpaired
       log.b.add(events::ModelRequest::kType, {{"turn", step}, {"tokens_estimate", 500}});
       log.b.add(events::ModelResponse::kType, {{"purpose", "compaction"},
-                                     {"message", {{"content", "s"}}},
-                                     {"usage", {{"prompt_tokens", 99999}}}});
+                                               {"message", {{"content", "s"}}},
+                                               {"usage", {{"prompt_tokens", 99999}}}});
     }
     for (; fed < log.b.events.size(); ++fed) {
       fit.add(log.b.events[fed]);

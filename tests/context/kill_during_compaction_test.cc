@@ -35,7 +35,8 @@ NewEvent ne(const std::string& type, json payload) {
 fs::path make_run(const TempDir& tmp) {
   RunDir dir = create_run_dir(tmp / "run");
   auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kCreate);
-  store->append(ne(events::RunCreated::kType, {{"run_id", "run-kill"},
+  store->append(
+      ne(events::RunCreated::kType, {{"run_id", "run-kill"},
                                      {"task", {{"name", "t"}, {"description", "read things"}}},
                                      {"goal", {{"objective", "keep reading"}, {"metric", "value"}}},
                                      {"budget", {{"max_tool_calls", kToolCalls}}},

@@ -19,19 +19,20 @@ class LogBuilder {
 
   // run.created for the demo task (goal, budget, config with the window).
   void created(int64_t context_window = 32000, int64_t max_tool_calls = 1200) {
-    add(events::RunCreated::kType, {{"run_id", "run-test"},
-                          {"task",
-                           {{"name", "cpu-matmul"},
-                            {"description", "Make matmul fast."},
-                            {"editable", json::array({"kernel.cc"})}}},
-                          {"task_dir", "tasks/cpu-matmul"},
-                          {"goal",
-                           {{"objective", "Beat the naive matmul by 4x"},
-                            {"metric", "speedup"},
-                            {"direction", "max"},
-                            {"target", 4.0}}},
-                          {"budget", {{"max_tool_calls", max_tool_calls}}},
-                          {"config", {{"policy", "llm"}, {"context_window", context_window}}}});
+    add(events::RunCreated::kType,
+        {{"run_id", "run-test"},
+         {"task",
+          {{"name", "cpu-matmul"},
+           {"description", "Make matmul fast."},
+           {"editable", json::array({"kernel.cc"})}}},
+         {"task_dir", "tasks/cpu-matmul"},
+         {"goal",
+          {{"objective", "Beat the naive matmul by 4x"},
+           {"metric", "speedup"},
+           {"direction", "max"},
+           {"target", 4.0}}},
+         {"budget", {{"max_tool_calls", max_tool_calls}}},
+         {"config", {{"policy", "llm"}, {"context_window", context_window}}}});
   }
 
   const Event& append(const NewEvent& n) {
@@ -72,10 +73,10 @@ class LogBuilder {
   int64_t finish(const std::string& id, const std::string& name, const std::string& output,
                  bool ok = true) {
     return add(events::ToolFinished::kType, {{"call_id", id},
-                                   {"name", name},
-                                   {"ok", ok},
-                                   {"output", output},
-                                   {"elapsed_s", 0.01}})
+                                             {"name", name},
+                                             {"ok", ok},
+                                             {"output", output},
+                                             {"elapsed_s", 0.01}})
         .seq;
   }
 

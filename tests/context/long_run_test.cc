@@ -126,13 +126,16 @@ TEST(LongRun, TwelveHundredToolCallsStayInsideA32kWindowAndRememberStepFifty) {
             {{"prompt_tokens", static_cast<int64_t>(p.tokens_raw * 1.15)},
              {"completion_tokens", 80}}}});
     b.add(events::ToolStarted::kType, {{"call_id", id}, {"name", name}, {"arguments", args}});
-    b.add(events::ToolFinished::kType, {{"call_id", id}, {"name", name}, {"ok", true}, {"output", output}});
-    if (name == "note") b.add(events::LedgerNoted::kType, {{"kind", "dead_end"}, {"text", args["text"]}});
+    b.add(events::ToolFinished::kType,
+          {{"call_id", id}, {"name", name}, {"ok", true}, {"output", output}});
+    if (name == "note")
+      b.add(events::LedgerNoted::kType, {{"kind", "dead_end"}, {"text", args["text"]}});
     if (name == "evaluate") {
-      b.add(events::EvalFinished::kType, {{"candidate", "cand" + std::to_string(step)},
-                                {"status", "ok"},
-                                {"result", {{"correct", true}, {"score", 1.0 + step / 1000.0}}},
-                                {"strategy", "variant " + std::to_string(step % 17)}});
+      b.add(events::EvalFinished::kType,
+            {{"candidate", "cand" + std::to_string(step)},
+             {"status", "ok"},
+             {"result", {{"correct", true}, {"score", 1.0 + step / 1000.0}}},
+             {"strategy", "variant " + std::to_string(step % 17)}});
     }
   }
   EXPECT_EQ(b.state.used.tool_calls, 1200);

@@ -28,9 +28,9 @@ TEST(PromptBuilder, OrderIsRulesGoalLedgerSummaryThenTaskThenTurns) {
   LogBuilder b;
   b.tool("read_file", {{"path", "kernel.cc"}}, "int main() {}");
   b.add(events::CompactionInstalled::kType, {{"outcome", "compacted"},
-                                   {"summary", "SUMMARY-TEXT"},
-                                   {"summarized_through", 0},
-                                   {"trigger", "manual"}});
+                                             {"summary", "SUMMARY-TEXT"},
+                                             {"summarized_through", 0},
+                                             {"trigger", "manual"}});
   b.tool("note", {{"text", "x"}}, "noted");
   State s = demo_state();
   Prompt p = build_prompt(s, b.events, ContextConfig{});

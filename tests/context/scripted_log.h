@@ -92,9 +92,10 @@ class ScriptedLog {
     json usage = {{"prompt_tokens", reported}, {"completion_tokens", 50}};
     const int kind = pick(100);
     if (kind < 4) {  // a failed model call
-      b.add(events::ModelResponse::kType, {{"message", {{"content", ""}}},
-                                 {"usage", {{"prompt_tokens", 0}, {"completion_tokens", 0}}},
-                                 {"error", {{"kind", "transport"}, {"message", "HTTP 502"}}}});
+      b.add(events::ModelResponse::kType,
+            {{"message", {{"content", ""}}},
+             {"usage", {{"prompt_tokens", 0}, {"completion_tokens", 0}}},
+             {"error", {{"kind", "transport"}, {"message", "HTTP 502"}}}});
       return;
     }
     if (kind < 9) {  // the policy stops: a goal turn follows
@@ -128,7 +129,8 @@ class ScriptedLog {
       if (i > 0 && pick(100) < 8) {  // a budget note lands between two calls of one turn
         b.add("user.message", {{"reason", "budget"}, {"content", "Budget note: wrap up soon."}});
       }
-      b.add(events::ToolStarted::kType, {{"call_id", id}, {"name", name}, {"arguments", json::object()}});
+      b.add(events::ToolStarted::kType,
+            {{"call_id", id}, {"name", name}, {"arguments", json::object()}});
       const int r = pick(100);
       if (r < 3 && i + 1 == ids.size()) continue;  // no result recorded: a placeholder is shown
       json fin = {{"call_id", id}, {"name", name}, {"ok", true}, {"output", output(name, step)}};
@@ -144,8 +146,9 @@ class ScriptedLog {
               {{"call_id", "nobody"}, {"name", "run"}, {"ok", true}, {"output", "stray"}});
       }
       if (name == "note") {
-        b.add(events::LedgerNoted::kType, {{"kind", pick(4) == 0 ? "dead_end" : "finding"},
-                                 {"text", fmt::format("note {} of step {}", pick(40), step)}});
+        b.add(events::LedgerNoted::kType,
+              {{"kind", pick(4) == 0 ? "dead_end" : "finding"},
+               {"text", fmt::format("note {} of step {}", pick(40), step)}});
       } else if (name == "evaluate") {
         b.add(events::EvalFinished::kType,
               {{"candidate", fmt::format("cand{}", step)},

@@ -69,8 +69,8 @@ TEST(TokenRatio, SummariserResponsesAreNotPaired) {
   LogBuilder b;
   b.call("note", {}, "", 1000, 1000);
   b.add(events::ModelResponse::kType, {{"purpose", "compaction"},
-                             {"message", {{"content", "s"}}},
-                             {"usage", {{"prompt_tokens", 90000}}}});
+                                       {"message", {{"content", "s"}}},
+                                       {"usage", {{"prompt_tokens", 90000}}}});
   EXPECT_NEAR(fit_token_ratio(b.events), 1.0, 1e-9);
 }
 

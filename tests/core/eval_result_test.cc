@@ -52,7 +52,8 @@ TEST(EvalResultSchema, WhatToJsonWritesIsInTheSchema) {
   r.error = "e";
   r.figures = {{"x", 1}};
   const json& props = schema().at("properties");
-  for (const auto& [k, v] : to_json(r).items()) EXPECT_TRUE(props.contains(k)) << k;
+  const json written = to_json(r);
+  for (const auto& [k, v] : written.items()) EXPECT_TRUE(props.contains(k)) << k;
 }
 
 TEST(EvalResult, TheBaselineIsReadAtTheTopLevel) {
@@ -67,8 +68,8 @@ TEST(EvalResult, TheBaselineIsReadAtTheTopLevel) {
 TEST(EvalResult, ValidationNamesTheFieldAndFillsDefaults) {
   json missing = {{"schema_version", 1}, {"score", 1.0}};
   EXPECT_EQ(validate_eval_output(missing), "missing field \"correct\"");
-  json bad_baseline = {{"schema_version", 1}, {"correct", true}, {"score", 1.0},
-                       {"baseline_score", "fast"}};
+  json bad_baseline = {
+      {"schema_version", 1}, {"correct", true}, {"score", 1.0}, {"baseline_score", "fast"}};
   EXPECT_THAT(validate_eval_output(bad_baseline), HasSubstr("\"baseline_score\" must be a number"));
   json bad_figures = {{"schema_version", 1}, {"correct", true}, {"score", 1.0}, {"figures", 3}};
   EXPECT_THAT(validate_eval_output(bad_figures), HasSubstr("\"figures\" must be an object"));

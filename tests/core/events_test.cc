@@ -51,13 +51,15 @@ TEST(Events, EveryTypeRoundTripsThroughItsJson) {
   mr.message = {{"content", "hi"}};
   mr.usage = {12, 3};
   mr.error = ModelError::make(LlmErrorKind::kContextLength, "too long");
-  mr.error->extra = {{"http_status", 400}};
+  mr.error->http_status = 400;
+  mr.error->extra = {{"retry_after_s", 3}};
   mr.purpose = ModelResponse::kPurposeCompaction;
   mr.scope = CompactionScope{"auto", "soft_threshold", 5, 4, 900};
   ModelResponse mr2 = round_trip(mr);
   EXPECT_EQ(json(mr2), json(mr));
   EXPECT_EQ(mr2.error->kind, LlmErrorKind::kContextLength);
-  EXPECT_EQ(mr2.error->extra["http_status"], 400);
+  EXPECT_EQ(mr2.error->http_status, 400);
+  EXPECT_EQ(mr2.error->extra["retry_after_s"], 3) << "unknown members of the error are kept";
   EXPECT_EQ(mr2.scope, mr.scope);
 
   ToolFinished tf{"c1", "run", true, "out", "abc", 1.5, 2.0, true};
@@ -110,7 +112,8 @@ TEST(Events, AFieldOfTheWrongTypeNamesItsPath) {
     payload_of<RunCreated>(event_of(n, 1));
     FAIL() << "accepted direction 'sideways'";
   } catch (const std::invalid_argument& e) {
-    EXPECT_THAT(e.what(), HasSubstr("event seq 1 (run.created): field 'goal.direction' is invalid"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("event seq 1 (run.created): field 'goal.direction' is invalid"));
     EXPECT_THAT(e.what(), HasSubstr("sideways"));
   }
   NewEvent t = make_event(ModelResponse{});
@@ -134,11 +137,12 @@ TEST(Events, OldPayloadShapesStillRead) {
   RunCreated rc = payload_of<RunCreated>(created);
   EXPECT_FALSE(rc.goal.has_value());
   EXPECT_TRUE(rc.config.is_object());
-  CompactionElided el =
-      payload_of<CompactionElided>(event_of(NewEvent{CompactionElided::kType, {{"elided_through", 9}}}));
+  CompactionElided el = payload_of<CompactionElided>(
+      event_of(NewEvent{CompactionElided::kType, {{"elided_through", 9}}}));
   EXPECT_EQ(el.outcome, CompactionOutcome::kCompacted);
   EXPECT_EQ(el.scope.elided_through, 9);
-  ToolFinished tf = payload_of<ToolFinished>(event_of(NewEvent{ToolFinished::kType, {{"call_id", "x"}}}));
+  ToolFinished tf =
+      payload_of<ToolFinished>(event_of(NewEvent{ToolFinished::kType, {{"call_id", "x"}}}));
   EXPECT_EQ(tf.elapsed_s, 0);
   EXPECT_FALSE(tf.gpu_s.has_value());
 }

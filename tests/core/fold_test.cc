@@ -38,17 +38,17 @@ class Log {
             json violations = json::array(), const std::string& status = "ok",
             bool cached = false) {
     return add(events::EvalFinished::kType, {{"candidate", cand},
-                                   {"cache_key", "key-" + cand},
-                                   {"cached", cached},
-                                   {"status", status},
-                                   {"result",
-                                    {{"correct", correct},
-                                     {"score", score},
-                                     {"violations", violations},
-                                     {"metrics", {{"speedup", score}}}}},
-                                   {"elapsed_s", 3.0},
-                                   {"gpu_s", 2.0},
-                                   {"strategy", "tile " + cand}});
+                                             {"cache_key", "key-" + cand},
+                                             {"cached", cached},
+                                             {"status", status},
+                                             {"result",
+                                              {{"correct", correct},
+                                               {"score", score},
+                                               {"violations", violations},
+                                               {"metrics", {{"speedup", score}}}}},
+                                             {"elapsed_s", 3.0},
+                                             {"gpu_s", 2.0},
+                                             {"strategy", "tile " + cand}});
   }
   const std::vector<Event>& events() const { return events_; }
   State fold() const { return marathon::fold(events_); }
@@ -86,9 +86,10 @@ TEST(Fold, ModelResponsesAccumulateCallsTokensAndCost) {
           .add(events::ModelRequest::kType, {{"turn", 1}})
           .add(events::ModelResponse::kType,
                {{"usage", {{"prompt_tokens", 100}, {"completion_tokens", 20}}}, {"cost_usd", 0.01}})
-          .add(events::ModelResponse::kType, {{"usage", {{"prompt_tokens", 50}, {"completion_tokens", 5}}},
-                                    {"cost_usd", 0.02},
-                                    {"error", {{"kind", "bad_json"}, {"message", "x"}}}})
+          .add(events::ModelResponse::kType,
+               {{"usage", {{"prompt_tokens", 50}, {"completion_tokens", 5}}},
+                {"cost_usd", 0.02},
+                {"error", {{"kind", "bad_json"}, {"message", "x"}}}})
           .fold();
   EXPECT_EQ(s.used.model_calls, 2);
   EXPECT_EQ(s.used.prompt_tokens, 150);
@@ -105,11 +106,11 @@ TEST(Fold, StartedToolWithoutFinishIsInFlight) {
                 .add(events::ToolStarted::kType,
                      {{"call_id", "b"}, {"name", "evaluate"}, {"arguments", json::object()}})
                 .add(events::ToolFinished::kType, {{"call_id", "a"},
-                                         {"name", "run"},
-                                         {"ok", true},
-                                         {"output", "ok"},
-                                         {"elapsed_s", 1.0},
-                                         {"gpu_s", 0.5}})
+                                                   {"name", "run"},
+                                                   {"ok", true},
+                                                   {"output", "ok"},
+                                                   {"elapsed_s", 1.0},
+                                                   {"gpu_s", 0.5}})
                 .fold();
   ASSERT_EQ(s.in_flight.size(), 1u);
   EXPECT_EQ(s.in_flight.at("b").name, "evaluate");
@@ -162,26 +163,28 @@ TEST(Fold, CachedEvaluationsCountButAreNotExecutedOrCharged) {
 }
 
 TEST(Fold, WorkspaceFollowsWritesAndDeletesAndCandidatesSnapshotIt) {
-  State s = Log()
-                .created()
-                .add(events::WorkspaceWritten::kType, {{"path", "kernel.cc"}, {"sha", "s1"}, {"size", 3}})
-                .add(events::WorkspaceWritten::kType, {{"path", "notes.txt"}, {"sha", "s2"}, {"size", 3}})
-                .eval("c1", 1.0)
-                .add(events::WorkspaceWritten::kType, {{"path", "kernel.cc"}, {"sha", "s3"}, {"size", 3}})
-                .add(events::WorkspaceWritten::kType, {{"path", "notes.txt"}, {"deleted", true}})
-                .fold();
+  State s =
+      Log()
+          .created()
+          .add(events::WorkspaceWritten::kType, {{"path", "kernel.cc"}, {"sha", "s1"}, {"size", 3}})
+          .add(events::WorkspaceWritten::kType, {{"path", "notes.txt"}, {"sha", "s2"}, {"size", 3}})
+          .eval("c1", 1.0)
+          .add(events::WorkspaceWritten::kType, {{"path", "kernel.cc"}, {"sha", "s3"}, {"size", 3}})
+          .add(events::WorkspaceWritten::kType, {{"path", "notes.txt"}, {"deleted", true}})
+          .fold();
   EXPECT_EQ(s.workspace, (std::map<std::string, std::string>{{"kernel.cc", "s3"}}));
   EXPECT_EQ(s.candidates.at("c1"),
             (std::map<std::string, std::string>{{"kernel.cc", "s1"}, {"notes.txt", "s2"}}));
 }
 
 TEST(Fold, LedgerNotesKeepTheirKindAndOrder) {
-  State s = Log()
-                .created()
-                .add(events::LedgerNoted::kType, {{"kind", "dead_end"}, {"text", "unroll 16 spills"}})
-                .eval("c", 1.0)
-                .add(events::LedgerNoted::kType, {{"kind", "finding"}, {"text", "bandwidth bound"}})
-                .fold();
+  State s =
+      Log()
+          .created()
+          .add(events::LedgerNoted::kType, {{"kind", "dead_end"}, {"text", "unroll 16 spills"}})
+          .eval("c", 1.0)
+          .add(events::LedgerNoted::kType, {{"kind", "finding"}, {"text", "bandwidth bound"}})
+          .fold();
   ASSERT_EQ(s.ledger.size(), 3u);
   EXPECT_EQ(s.ledger[0].kind, "dead_end");
   EXPECT_EQ(s.ledger[0].seq, 2);
@@ -192,14 +195,15 @@ TEST(Fold, CompactionInstallsSummaryAndRemembersNoops) {
   State s = Log()
                 .created()
                 .add(events::CompactionRequested::kType, {{"trigger", "manual"}})
-                .add(events::CompactionProposed::kType, {{"trigger", "manual"}, {"summarized_through", 1}})
+                .add(events::CompactionProposed::kType,
+                     {{"trigger", "manual"}, {"summarized_through", 1}})
                 .add(events::CompactionInstalled::kType, {{"trigger", "manual"},
-                                                {"outcome", "compacted"},
-                                                {"summary", "we tried tiling"},
-                                                {"summarized_through", 3},
-                                                {"tokens_before", 9000},
-                                                {"tokens_after", 2000},
-                                                {"source", "model"}})
+                                                          {"outcome", "compacted"},
+                                                          {"summary", "we tried tiling"},
+                                                          {"summarized_through", 3},
+                                                          {"tokens_before", 9000},
+                                                          {"tokens_after", 2000},
+                                                          {"source", "model"}})
                 .add(events::CompactionInstalled::kType,
                      {{"trigger", "auto"}, {"outcome", "noop"}, {"summarized_through", 3}})
                 .fold();
@@ -248,7 +252,8 @@ TEST(Fold, WallTimeIsTheSumOfActiveSegments) {
                 .created("max", 100)
                 .add(events::ModelRequest::kType, {{"turn", 1}}, 110)
                 .add(events::RunPaused::kType, {{"reason", "sigint"}}, 130)  // segment 1: 30 s
-                .add(events::GoalChanged::kType, {{"verb", "edit"}, {"objective", "x"}}, 500)  // while paused
+                .add(events::GoalChanged::kType, {{"verb", "edit"}, {"objective", "x"}},
+                     500)  // while paused
                 .add(events::RunResumed::kType, {{"reason", "resume"}}, 1000)
                 .add(events::ModelRequest::kType, {{"turn", 2}}, 1010)          // crash after this
                 .add(events::RunResumed::kType, {{"reason", "resume"}}, 5000)   // segment 2: 10 s
@@ -261,12 +266,13 @@ TEST(Fold, WallTimeIsTheSumOfActiveSegments) {
 }
 
 TEST(Fold, PauseAndBudgetWarnings) {
-  State s = Log()
-                .created()
-                .add(events::BudgetWarned::kType, {{"which", "tool_calls"}, {"used", 45}, {"limit", 50}})
-                .add(events::BudgetWarned::kType, {{"which", "tool_calls"}, {"used", 48}, {"limit", 50}})
-                .add(events::RunPaused::kType, {{"reason", "sigint"}})
-                .fold();
+  State s =
+      Log()
+          .created()
+          .add(events::BudgetWarned::kType, {{"which", "tool_calls"}, {"used", 45}, {"limit", 50}})
+          .add(events::BudgetWarned::kType, {{"which", "tool_calls"}, {"used", 48}, {"limit", 50}})
+          .add(events::RunPaused::kType, {{"reason", "sigint"}})
+          .fold();
   EXPECT_TRUE(s.paused);
   EXPECT_EQ(s.budget_warnings, std::vector<std::string>{"tool_calls"});
 }
@@ -288,14 +294,17 @@ TEST(Fold, MalformedPayloadNamesSeqTypeAndField) {
     EXPECT_NE(what.find("tool.started"), std::string::npos) << what;
     EXPECT_NE(what.find("call_id"), std::string::npos) << what;
   }
-  EXPECT_THROW(Log().add(events::ModelResponse::kType, {{"cost_usd", "lots"}}).fold(), std::invalid_argument);
-  EXPECT_THROW(Log().add(events::GoalChanged::kType, {{"verb", "explode"}}).fold(), std::invalid_argument);
+  EXPECT_THROW(Log().add(events::ModelResponse::kType, {{"cost_usd", "lots"}}).fold(),
+               std::invalid_argument);
+  EXPECT_THROW(Log().add(events::GoalChanged::kType, {{"verb", "explode"}}).fold(),
+               std::invalid_argument);
 }
 
 TEST(Fold, ForkRecordsNewRunId) {
   State s = Log()
                 .created()
-                .add(events::RunForked::kType, {{"run_id", "run-2"}, {"from_run_id", "run-1"}, {"at_seq", 1}})
+                .add(events::RunForked::kType,
+                     {{"run_id", "run-2"}, {"from_run_id", "run-1"}, {"at_seq", 1}})
                 .fold();
   EXPECT_EQ(s.run_id, "run-2");
   EXPECT_EQ(s.forked_from, "run-1");

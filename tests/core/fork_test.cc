@@ -26,7 +26,8 @@ NewEvent make(const std::string& type, json payload) {
 
 void write(EventStore& s, const std::string& path, const std::string& bytes) {
   std::string sha = s.put_blob(bytes);
-  s.append(make(events::WorkspaceWritten::kType, {{"path", path}, {"sha", sha}, {"size", bytes.size()}}));
+  s.append(make(events::WorkspaceWritten::kType,
+                {{"path", path}, {"sha", sha}, {"size", bytes.size()}}));
 }
 
 // seq 1 created, 2 write a.cc v1, 3 write sub/b.h, 4 eval, 5 write a.cc v2, 6 delete sub/b.h,
@@ -34,7 +35,8 @@ void write(EventStore& s, const std::string& path, const std::string& bytes) {
 RunDir make_run(const TempDir& d) {
   RunDir r = create_run_dir(d.path() / "run");
   auto s = EventStore::open(r.events_db().string(), EventStore::Mode::kCreate);
-  s->append(make(events::RunCreated::kType, {{"run_id", "run-orig"}, {"goal", {{"objective", "x"}}}}));
+  s->append(
+      make(events::RunCreated::kType, {{"run_id", "run-orig"}, {"goal", {{"objective", "x"}}}}));
   write(*s, "a.cc", "int v1;");
   write(*s, "sub/b.h", "#pragma once");
   s->append(make(
@@ -43,7 +45,8 @@ RunDir make_run(const TempDir& d) {
   write(*s, "a.cc", "int v2;");
   s->append(make(events::WorkspaceWritten::kType, {{"path", "sub/b.h"}, {"deleted", true}}));
   std::string out = s->put_blob(std::string(5000, 'o'));
-  s->append(make(events::ToolFinished::kType, {{"call_id", "t"}, {"ok", true}, {"output_sha", out}}));
+  s->append(
+      make(events::ToolFinished::kType, {{"call_id", "t"}, {"ok", true}, {"output_sha", out}}));
   s->append(make(events::RunFinished::kType, {{"reason", "finish"}}));
   return r;
 }

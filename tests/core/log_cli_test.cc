@@ -10,6 +10,7 @@
 
 #include "cli_runner.h"
 #include "core/event_store.h"
+#include "core/events.h"
 #include "core/run_dir.h"
 #include "test_dir.h"
 
@@ -36,7 +37,8 @@ RunDir make_run(const TempDir& d, bool finished) {
                   {"budget", {{"max_tool_calls", 10}}}}));
   s->append(make(events::ToolStarted::kType,
                  {{"call_id", "c1"}, {"name", "evaluate"}, {"arguments", json::object()}}));
-  s->append(make(events::ToolFinished::kType, {{"call_id", "c1"}, {"name", "evaluate"}, {"ok", true}}));
+  s->append(
+      make(events::ToolFinished::kType, {{"call_id", "c1"}, {"name", "evaluate"}, {"ok", true}}));
   s->append(make(
       events::EvalFinished::kType,
       {{"candidate", "cand"}, {"status", "ok"}, {"result", {{"correct", true}, {"score", 1.7}}}}));
@@ -142,7 +144,8 @@ TEST(LogCli, FollowSeesLiveAppendsAndStopsAtRunFinished) {
     auto s = EventStore::open(r.events_db().string(), EventStore::Mode::kOpen);
     for (int i = 0; i < 5; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      s->append(make(events::LedgerNoted::kType, {{"kind", "finding"}, {"text", std::to_string(i)}}));
+      s->append(
+          make(events::LedgerNoted::kType, {{"kind", "finding"}, {"text", std::to_string(i)}}));
     }
     s->append(make(events::RunFinished::kType, {{"reason", "finish"}}));
   }

@@ -282,8 +282,8 @@ TEST(Runner, ResumeContinuesTheUnfinishedCallsOfALoggedResponseWithoutAskingTheM
             {{"id", "n2"}, {"name", "note"}, {"arguments", R"({"kind":"finding","text":"b"})"}}}}}},
         {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}});
   // n1 finished before the kill; n2 never started.
-  f.store->append(
-      {events::ToolStarted::kType, {{"call_id", "n1"}, {"name", "note"}, {"arguments", json::object()}}});
+  f.store->append({events::ToolStarted::kType,
+                   {{"call_id", "n1"}, {"name", "note"}, {"arguments", json::object()}}});
   f.store->append({events::ToolFinished::kType,
                    {{"call_id", "n1"}, {"name", "note"}, {"ok", true}, {"output", "noted"}}});
   f.store->append({events::LedgerNoted::kType, {{"kind", "finding"}, {"text", "a"}}});
@@ -299,7 +299,8 @@ TEST(Runner, ResumeContinuesTheUnfinishedCallsOfALoggedResponseWithoutAskingTheM
 
 TEST(Runner, AModelRequestInFlightAtAKillIsSentAgainButNotLoggedTwice) {
   Fixture f;
-  f.store->append({events::ModelRequest::kType, {{"turn", 1}}});  // the kill hit during the HTTP call
+  f.store->append(
+      {events::ModelRequest::kType, {{"turn", 1}}});  // the kill hit during the HTTP call
   ScriptedPolicy policy(
       [](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
   Runner runner(*f.store, policy, f.tools, f.run_dir);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/events.h"
+
 namespace marathon {
 namespace {
 
@@ -67,8 +69,8 @@ TEST(TurnTracker, ASummariserResponseIsNotAModelTurn) {
   TurnTracker t;
   t.apply(event(1, events::ModelResponse::kType,
                 response({{{"id", "a"}, {"name", "note"}, {"arguments", "{}"}}})));
-  t.apply(
-      event(2, events::ModelResponse::kType, {{"purpose", "compaction"}, {"message", {{"content", "sum"}}}}));
+  t.apply(event(2, events::ModelResponse::kType,
+                {{"purpose", "compaction"}, {"message", {{"content", "sum"}}}}));
   EXPECT_EQ(t.unfinished_calls().size(), 1u) << "the turn's calls are still to run";
 }
 

@@ -8,12 +8,11 @@ reads it), never only inside `metrics`; the runtime's GPU-style fixture is what 
 import dataclasses
 import importlib.util
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import REPO
+
 from harness import runner
 from harness.cli import profile_as_result
 from harness.result import REQUIRED, EvalResult, schema

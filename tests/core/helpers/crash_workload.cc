@@ -103,8 +103,8 @@ std::vector<NewEvent> unit_events(uint64_t seed, int64_t s, std::string* blob) {
       for (int i = 0; i < u.events; ++i) {
         int64_t seq = s + i;
         if (i % 3 == 0 && i + 1 == u.events) {  // no start without its finish in a batch
-          out.push_back(
-              make(events::LedgerNoted::kType, {{"kind", "finding"}, {"text", text(r, 80)}}, seed, seq));
+          out.push_back(make(events::LedgerNoted::kType,
+                             {{"kind", "finding"}, {"text", text(r, 80)}}, seed, seq));
         } else if (i % 3 == 0) {
           out.push_back(make(
               events::ToolStarted::kType,
