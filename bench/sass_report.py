@@ -1,10 +1,13 @@
 """Compile the kernels for an H100/H200 (sm_90a) on any machine, no GPU needed, and report what the
-compiler made of them: registers, stack (spills), shared memory, SASS instructions, the most common
-opcodes. Kernels: the KDA intra and scan kernels, the KDA scans in Gluon (scan_gl, scan_glt),
-and the MLA prefill. Triton's own ptxas and cuobjdump do the work, so the numbers match
-what the GPU loads.
+compiler made of them: registers, stack (spills), shared memory, SASS instructions, the instructions
+in each loop's body, the most common opcodes. Kernels: the KDA intra kernel (intra, and
+intra_strong: its STRONG form, for the gates its fast form cannot take) and scan kernel, the KDA
+scans in Gluon (scan_gl, scan_glt), and the MLA prefill. Triton's own ptxas and cuobjdump do the
+work, so the numbers match what the GPU loads.
 
     python3 bench/sass_report.py                       # every kernel at its default knobs
+    git show REV:kernels/kda/kernel.py > /tmp/kda_rev.py
+    python3 bench/sass_report.py --kda /tmp/kda_rev.py intra   # the KDA kernels of another file
     python3 bench/sass_report.py intra '{"maxnreg": 0}' scan '{"BV": 64}'
     python3 bench/sass_report.py --dump intra /tmp/intra.sass
     python3 bench/sass_report.py --dump scan '{"BV": 64}' /tmp/scan64.sass
@@ -55,7 +58,7 @@ def _kda_specs(kk) -> dict:
             kk._kda_intra,
             lambda a: {
                 **dict.fromkeys(("q", "k", "beta", "v", "qg_out", "kd_out", "aqk_out", "w_out", "u_out"), bf),
-                "ctab": "*i32",
+                **dict.fromkeys(("ctab", "flags"), "*i32"),
                 **dict.fromkeys(("g", "gc_out"), f32),
                 "scale": "fp32",
                 **{n: f"tensordesc<bf16[1,64,{a['BK']}]>" for n in ("QD", "KD")},
@@ -65,7 +68,7 @@ def _kda_specs(kk) -> dict:
                 "VD": f"tensordesc<bf16[1,64,{a['BW']}]>",
                 "UD": f"tensordesc<bf16[64,{a['BW']}]>",
             },
-            dict(K=128, V=128, BK=bk, BW=bw, TMA=True, VARLEN=False, INTERP=False),
+            dict(K=128, V=128, BK=bk, BW=bw, TMA=True, VARLEN=False, STRONG=False, INTERP=False),
             dict(num_warps=c["prep_warps"], num_stages=c["intra_stages"], maxnreg=c["intra_nreg"]),
         ),
         "scan": (
@@ -166,19 +169,23 @@ def _mla_gluon_specs(dg) -> dict:
     }
 
 
-def specs() -> dict:
-    kk = _load("kda_kernel", "kernels/kda/kernel.py")
+def specs(kda: str = "kernels/kda/kernel.py") -> dict:
+    kk = _load("kda_kernel", kda)
+    kda_specs = _kda_specs(kk)
+    fn, types, consts, opts = kda_specs["intra"]
+    kda_specs["intra_strong"] = (fn, types, dict(consts, STRONG=True), opts)
     return {
-        **_kda_specs(kk),
+        **kda_specs,
         **_kda_gluon_specs(_load("kda_scan_gluon", "kernels/kda/scan_gluon.py"), kk.CONFIG),
         **_mla_specs(_load("mla_kernel", "kernels/mla/kernel.py")),
         **_mla_gluon_specs(_load("mla_decode_gluon", "kernels/mla/decode_gluon.py")),
     }
 
 
-def compile_kernel(name: str, overrides: dict | None = None):
-    """Compile one kernel for sm_90a; returns Triton's compiled kernel (asm["cubin"], metadata)."""
-    fn, types, consts, opts = specs()[name]
+def compile_kernel(name: str, overrides: dict | None = None, kda: str = "kernels/kda/kernel.py"):
+    """Compile one kernel for sm_90a (the KDA kernels from the file kda); returns Triton's compiled
+    kernel (asm["cubin"], metadata)."""
+    fn, types, consts, opts = specs(kda)[name]
     ov = dict(overrides or {})
     opts = {k: ov.pop(k, v) for k, v in opts.items()}
     unknown = set(ov) - set(consts)
@@ -208,16 +215,28 @@ def _cuobjdump(ck, flag: str) -> str:
 
 
 def resources(ck) -> dict:
-    """Registers, stack bytes (spills), shared memory bytes, SASS instruction count, top opcodes."""
+    """Registers, stack bytes (spills), shared memory bytes, SASS instruction count, top opcodes,
+    and the instructions in the body of each loop (a backward branch before the last EXIT; the
+    blocks after it are out-of-line paths and traps), in code order."""
     ru = re.search(r"REG:(\d+) STACK:(\d+)", _cuobjdump(ck, "-res-usage"))
     sass = _cuobjdump(ck, "-sass")
-    ins = [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass)]
-    ops = collections.Counter(i.split(".")[0] for i in ins)
+    ins = [
+        (int(m.group(1), 16), m.group(2), m.group(3))
+        for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", sass)
+    ]
+    ops = collections.Counter(op.split(".")[0] for _, op, _ in ins)
+    last_exit = max(a for a, op, _ in ins if op == "EXIT")
+    loops = []
+    for a, op, rest in ins:
+        t = re.match(r"\s*(0x[0-9a-f]+)", rest) if op == "BRA" and a < last_exit else None
+        if t and int(t.group(1), 16) < a:
+            loops.append(sum(1 for x, _, _ in ins if int(t.group(1), 16) <= x <= a))
     return dict(
         registers=int(ru.group(1)),
         stack=int(ru.group(2)),
         shared=ck.metadata.shared,
         instructions=len(ins),
+        loops=loops,
         top=ops.most_common(10),
     )
 
@@ -228,14 +247,19 @@ def main(argv: list[str]) -> int:
     as_json = argv[:1] == ["--json"]
     if as_json:
         argv = argv[1:]
+    kda = "kernels/kda/kernel.py"
+    if argv[:1] == ["--kda"]:
+        if len(argv) < 2:
+            raise SystemExit("usage: sass_report.py [--json] [--kda FILE] ...")
+        kda, argv = argv[1], argv[2:]
     if argv[:1] == ["--dump"]:
         if len(argv) not in (3, 4):
             raise SystemExit("usage: sass_report.py --dump KERNEL [OVERRIDES] FILE")
         ov = json.loads(argv[2]) if len(argv) == 4 else {}
-        pathlib.Path(argv[-1]).write_text(_cuobjdump(compile_kernel(argv[1], ov), "-sass"))
+        pathlib.Path(argv[-1]).write_text(_cuobjdump(compile_kernel(argv[1], ov, kda), "-sass"))
         return 0
     jobs, i = [], 0
-    names = list(specs())
+    names = list(specs(kda))
     while i < len(argv):
         if argv[i] not in names:
             raise SystemExit(f"sass_report: unknown kernel {argv[i]!r}; known: {', '.join(names)}")
@@ -243,7 +267,7 @@ def main(argv: list[str]) -> int:
         jobs.append((argv[i], ov))
         i += 2 if ov or (i + 1 < len(argv) and argv[i + 1].startswith("{")) else 1
     for name, ov in jobs or [(n, {}) for n in names]:
-        ck = compile_kernel(name, ov)
+        ck = compile_kernel(name, ov, kda)
         r = resources(ck)
         if as_json:
             print(json.dumps(dict(kernel=name, overrides=ov, num_warps=ck.metadata.num_warps, **r)))
@@ -251,7 +275,8 @@ def main(argv: list[str]) -> int:
         top = ", ".join(f"{k} {v}" for k, v in r["top"])
         print(
             f"{name} {json.dumps(ov) if ov else '(defaults)'}: {r['registers']} registers, {r['stack']} B stack, "
-            f"{r['shared']} B shared, {r['instructions']} instructions ({top})"
+            f"{r['shared']} B shared, {r['instructions']} instructions, loop bodies "
+            f"{', '.join(map(str, r['loops'])) or 'none'} ({top})"
         )
     return 0
 

@@ -1,4 +1,6 @@
-"""KDA (Kimi Delta Attention) forward in Triton: chunked form, chunk C = 64, two kernels.
+"""KDA (Kimi Delta Attention) forward in Triton: chunked form, chunk C = 64, two kernels (the
+first launched twice: its fast form for every chunk, then its STRONG form for the chunks whose gates
+the fast form cannot take).
 
 Notation per head and chunk of C = 64 steps, rows i = 0..63, G_i = sum_{s<=i} g_s (cumulated in the
 chunk), Gamma_i = exp(G_i), S0 the state entering the chunk:
@@ -15,13 +17,18 @@ Kernel 1 (`_kda_intra`, one program per chunk and head, fully parallel) computes
 gates (in the log2 domain, as products with a constant 0/1 matrix), writes qg = scale q * Gamma,
 kd = k * exp(G_63 - G) (bf16), exp(G_63) (float32) and Aqk (bf16), and accumulates A in registers.
 The decay exp(G_i - G_j) is split as exp(G_i - m_I) * exp(m_I - G_j) with m_I the cumulative gate
-at the midpoint of row i's 16-row sub-chunk I and the column side zero past that sub-chunk, so
-that no factor exceeds exp(8 * |g|max) (finite in float32 for per-step log decays down to about
--10). The four sub-chunks are one batched product [4, 16, BK] @ [4, BK, 64]: sub-chunk I's rows
-against its own column tile. Then it solves, in registers: each warp inverts its sub-chunk's 16x16
-diagonal block of A, (I + D_I)^-1; with N the rest of A, I + A = (I + D)(I + M), M = (I + D)^-1 N,
-D^16 = 0 and M^4 = 0, so Z = T - I follows from four products (_z_of), and w = kb + Z kb,
-u = beta v + Z (beta v) with kb = beta k Gamma (parked in w's buffer, which w overwrites).
+at the midpoint of row i's 16-row sub-chunk I and the column side zero past that sub-chunk; the
+four sub-chunks are one batched product [4, 16, BK] @ [4, BK, 64]: sub-chunk I's rows against its
+own column tile, with fp16 operands. That fast form holds while every factor lies in
+2^(+-FAST_SPAN) (per-step log decays above about -0.7 on average over 8 steps; the task's mild
+gates stay within 2^2.3). A chunk where one does not is done again by the same kernel compiled
+with STRONG, launched second: A and Aqk with every pair's decay split where both factors are <= 1
+(_pairs_by_halves), so any gates g <= 0 give finite, accurate results (gates are clamped where the
+decay is 0 in float32 anyway, GMIN). Then it solves, in registers: each warp inverts its
+sub-chunk's 16x16 diagonal block of A, (I + D_I)^-1; with N the rest of A,
+I + A = (I + D)(I + M), M = (I + D)^-1 N, D^16 = 0 and M^4 = 0, so Z = T - I follows from four
+products (_z_of), and w = kb + Z kb, u = beta v + Z (beta v) with kb = beta k Gamma (parked in w's
+buffer, which w overwrites).
 
 Kernel 2, the scan, one program per (V block, head) (and sequence, with cu_seqlens), carries S
 (K x BV, float32) through the chunks in order and writes o; it is the only sequential part.
@@ -106,18 +113,14 @@ def _bf(x, INTERP: tl.constexpr):
 
 @triton.jit
 def _mmx(a, b, acc, PREC: tl.constexpr, INTERP: tl.constexpr):
-    """acc + a @ b with float32 accumulation. PREC "bf16": the operands rounded to bf16 (a relative
-    error of 2^-9 per operand); "bf16x3": each operand split into two bf16 parts x = x1 + x2 (16
-    mantissa bits) and a1 b1 + a1 b2 + a2 b1 summed on the tensor cores, as accurate as float32
-    operands (the a2 b2 term is below float32's rounding) at three bf16 products."""
+    """acc + a @ b with float32 accumulation, the operands rounded to PREC: "bf16" (8 bits of
+    mantissa, float32's range) or "fp16" (11 bits, 8x as accurate, for operands known to lie
+    within fp16's range: below 65504, and far enough above 2^-14 that its denormals cost nothing
+    that matters). The same tensor-core instruction either way."""
     if PREC == "bf16":
         return acc + tl.dot(_bf(a, INTERP), _bf(b, INTERP))
     else:
-        a1 = _bf(a, INTERP)
-        b1 = _bf(b, INTERP)
-        d = tl.dot(_bf(a - a1.to(tl.float32), INTERP), b1)
-        d = tl.dot(a1, _bf(b - b1.to(tl.float32), INTERP), d)
-        return acc + tl.dot(a1, b1, d)
+        return acc + tl.dot(a.to(tl.float16), b.to(tl.float16))
 
 
 @triton.jit
@@ -176,10 +179,13 @@ def _chunk_rows(c, ctab, T, VARLEN: tl.constexpr):
 # there changes no result and keeps the cumulative sums finite and small enough (|G| <= 64 * 150)
 # for their differences to keep float32's precision.
 GMIN = tl.constexpr(-150.0)
-# The midpoint split of a 16-row sub-chunk is used while every factor 2^(G_i - m), 2^(m - G_j) lies
-# in 2^(+-HALF_SPAN): normal floats, whose products (up to 2^(2 HALF_SPAN) only above the diagonal,
-# masked) stay finite in float32 and bf16.
-HALF_SPAN = tl.constexpr(100.0)
+# The fast form (the midpoint split, fp16 operands) is used while every factor 2^(G_i - m),
+# 2^(m - G_j) lies in 2^(+-FAST_SPAN): the operands, at most |k| 2^8 and |scale q| 2^8, stay below
+# fp16's 65504 for |scale q| < 256 (past that, Aqk's sum is not finite and the chunk is flagged
+# too), and an operand that falls among fp16's denormals (steps of 2^-24) meets a factor of at
+# most 2^8 on the other side: at most 2^-17 |k| off per term, below bf16's rounding of a typical
+# term. The task's mild gates reach 2^2.3.
+FAST_SPAN = tl.constexpr(8.0)
 
 
 @triton.jit
@@ -241,11 +247,11 @@ def _pairs_at_level(A3, P3, Ad, Pd, kbe, qs, k64, G, S: tl.constexpr, BK: tl.con
 @triton.jit
 def _kda_intra(
     q, k, g, beta, v, ctab,
-    qg_out, kd_out, aqk_out, gc_out, w_out, u_out,
+    qg_out, kd_out, aqk_out, gc_out, w_out, u_out, flags,
     QD, KD, GD, QGD, KDD, AQD, VD, UD,
     scale, T, H, NT, TP,
     K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BW: tl.constexpr, TMA: tl.constexpr,
-    VARLEN: tl.constexpr, INTERP: tl.constexpr,
+    VARLEN: tl.constexpr, STRONG: tl.constexpr, INTERP: tl.constexpr,
 ):  # fmt: skip
     """The chunk-parallel part, one program per (chunk, head): writes qg = scale q e^G,
     kd = k e^(G_63 - G) (bf16), e^(G_63) (float32), Aqk (bf16), w and u (bf16) to the chunk's
@@ -254,12 +260,23 @@ def _kda_intra(
     The four 16-row sub-chunks are one batched product [4, 16, BK] @ [4, BK, 64], sub-chunk I's
     rows against its own column tile k_j 2^(m_I - G_j) (zero past sub-chunk I).
 
+    The fast form: that split with fp16 operands, exact while every factor lies in
+    2^(+-FAST_SPAN). Each program records in flags[bh, c] whether its chunk left that range (or
+    its Aqk product overflowed: |scale q| past fp16's range) and then stops; the same kernel
+    compiled with STRONG, launched after it, redoes exactly those chunks (the others return at
+    once) with A and Aqk from _pairs_by_halves, which holds for any gates, and writes Aqk, w and
+    u (qg, kd and e^(G_63) are right from the first launch, whatever the gates). A kernel of its
+    own, so that the fast form keeps its registers.
+
     TMA: q, k, g, v tiles loaded and qg, kd, Aqk, u stored through tensor descriptors (QD ... UD;
     the inputs as [B, T, H * K], rows past T zero-filled), instead of per-element pointers. kb is
     stored by pointers into w's buffer and read back by this program after a block barrier (its
     own stores), then overwritten by w."""
     c = tl.program_id(0)
     bh = tl.program_id(1)
+    if STRONG:
+        if tl.load(flags + bh * NT + c) == 0:
+            return
     b = bh // H
     h = bh % H
     p0 = c * 64  # the chunk's rows in the padded buffers
@@ -284,7 +301,9 @@ def _kda_intra(
     P3 = tl.zeros([4, 16, 64], tl.float32)
     # column j of block I's tile is used for j <= 16 I + 15
     cmask = r[None, :, None] <= 16 * i4[:, None, None] + 15
-    span = tl.zeros([4, BK], tl.float32)  # the largest |G_i - m_I| of each sub-chunk and channel
+    span = tl.zeros([4, 16, BK], tl.float32)  # the largest |G_i - m_I| of each element, over the K slices
+    Ad = tl.zeros([4, 16, 16], tl.float32)  # (STRONG) the diagonal blocks of A and Aqk
+    Pd = tl.zeros([4, 16, 16], tl.float32)
     for ks in range(0, K, BK):
         if TMA:
             g64 = _live(tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]), live, VARLEN) * LOG2E
@@ -299,62 +318,57 @@ def _kda_intra(
             qs = _rows(q_p + ks, t0, tend, H * K, 64, BK) * scale
         kbe = k64 * be[:, None]
         eG = _ex2(G, INTERP)
-        # e^(G_63) is row 63 of e^G (rows past T have g = 0)
-        tl.store(gc_p + ks + rk[None, :] + ri * 0, eG, mask=(ri == 63) & (rk[None, :] < BK))
-        if TMA:
-            QGD.store([bh * TP + p0, ks], (qs * eG).to(tl.bfloat16))
-        else:
-            _put(qg_out + o_row * K + ks, p0, K, qs * eG, 64, BK, INTERP)
         _put(w_out + o_row * K + ks, p0, K, kbe * eG, 64, BK, INTERP)  # kb, in w's buffer
-        Gd = tl.sum(tl.where(ri == 63, G, 0.0), axis=0)[None, :] - G
-        kd = k64 * _ex2(Gd, INTERP)
-        if TMA:
-            KDD.store([bh * TP + p0, ks], kd.to(tl.bfloat16))
+        if STRONG:
+            A3, P3, Ad, Pd = _pairs_by_halves(A3, P3, Ad, Pd, kbe, qs, k64, G, BK, INTERP)
         else:
-            _put(kd_out + o_row * K + ks, p0, K, kd, 64, BK, INTERP)
-        G3 = tl.reshape(G, [4, 16, BK])
-        m4 = tl.sum(tl.where((r16 == 7)[None, :, None], G3, 0.0), axis=1)  # [4, BK]
-        dm3 = G3 - m4[:, None, :]
-        span = tl.maximum(span, tl.max(tl.abs(dm3), axis=1))
-        e3 = _ex2(dm3, INTERP)
-        kr3 = tl.reshape(kbe, [4, 16, BK]) * e3
-        qr3 = tl.reshape(qs, [4, 16, BK]) * e3
-        C3 = tl.where(cmask, k64[None, :, :] * _ex2(m4[:, None, :] - G[None, :, :], INTERP), 0.0)
-        Ct = tl.permute(C3, (0, 2, 1))
-        A3 = _mmx(kr3, Ct, A3, "bf16", INTERP)
-        P3 = _mmx(qr3, Ct, P3, "bf16x3", INTERP)
-
-    if tl.max(span) > HALF_SPAN:
-        # some factor of the midpoint split left 2^(+-HALF_SPAN) (overflow or underflow, and NaN
-        # where they met): A and Aqk again, every pair split where both factors are <= 1
-        A3 = tl.zeros([4, 16, 64], tl.float32)
-        P3 = tl.zeros([4, 16, 64], tl.float32)
-        Ad = tl.zeros([4, 16, 16], tl.float32)
-        Pd = tl.zeros([4, 16, 16], tl.float32)
-        for ks in range(0, K, BK):
+            # e^(G_63) is row 63 of e^G (rows past T have g = 0)
+            tl.store(gc_p + ks + rk[None, :] + ri * 0, eG, mask=(ri == 63) & (rk[None, :] < BK))
             if TMA:
-                g64 = _live(tl.reshape(GD.load([b, t0, h * K + ks]), [64, BK]), live, VARLEN) * LOG2E
-                k64 = _live(tl.reshape(KD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32), live, VARLEN)
-                qs = _live(tl.reshape(QD.load([b, t0, h * K + ks]), [64, BK]).to(tl.float32), live, VARLEN) * scale
+                QGD.store([bh * TP + p0, ks], (qs * eG).to(tl.bfloat16))
             else:
-                g64 = _rows(g_p + ks, t0, tend, H * K, 64, BK) * LOG2E
-                k64 = _rows(k_p + ks, t0, tend, H * K, 64, BK)
-                qs = _rows(q_p + ks, t0, tend, H * K, 64, BK) * scale
-            G = _cum(Lc, tl.maximum(g64, GMIN), INTERP)
-            A3, P3, Ad, Pd = _pairs_by_halves(A3, P3, Ad, Pd, k64 * be[:, None], qs, k64, G, BK, INTERP)
+                _put(qg_out + o_row * K + ks, p0, K, qs * eG, 64, BK, INTERP)
+            Gd = tl.sum(tl.where(ri == 63, G, 0.0), axis=0)[None, :] - G
+            kd = k64 * _ex2(Gd, INTERP)
+            if TMA:
+                KDD.store([bh * TP + p0, ks], kd.to(tl.bfloat16))
+            else:
+                _put(kd_out + o_row * K + ks, p0, K, kd, 64, BK, INTERP)
+            G3 = tl.reshape(G, [4, 16, BK])
+            m4 = tl.sum(tl.where((r16 == 7)[None, :, None], G3, 0.0), axis=1)  # [4, BK]
+            dm3 = G3 - m4[:, None, :]
+            span = tl.maximum(span, tl.abs(dm3))  # (elementwise: no reduction in the loop)
+            e3 = _ex2(dm3, INTERP)
+            kr3 = tl.reshape(kbe, [4, 16, BK]) * e3
+            qr3 = tl.reshape(qs, [4, 16, BK]) * e3
+            C3 = tl.where(cmask, k64[None, :, :] * _ex2(m4[:, None, :] - G[None, :, :], INTERP), 0.0)
+            Ct = tl.permute(C3, (0, 2, 1))
+            A3 = _mmx(kr3, Ct, A3, "fp16", INTERP)
+            P3 = _mmx(qr3, Ct, P3, "fp16", INTERP)
+
+    if STRONG:
         on_diag = i4[:, None, None, None] == i4[None, None, :, None]  # [4, 1, 4, 1]
         A3 += tl.reshape(tl.where(on_diag, Ad[:, :, None, :], 0.0), [4, 16, 64])
         P3 += tl.reshape(tl.where(on_diag, Pd[:, :, None, :], 0.0), [4, 16, 64])
+    else:
+        # a factor out of fp16's range (or |scale q| so large that Aqk's operands overflowed: the
+        # sum is then inf or NaN): the STRONG kernel does this chunk
+        strong = (tl.max(span) > FAST_SPAN) | ((tl.sum(tl.abs(P3)) < float("inf")) == 0)
+        tl.store(flags + bh * NT + c, strong.to(tl.int32))
+        if strong:
+            return
     P = tl.reshape(P3, [64, 64])
     if TMA:
         AQD.store([bh * TP + p0, 0], tl.where(rj <= ri, P, 0.0).to(tl.bfloat16))
     else:
         _put(aqk_out + o_row * 64, p0, 64, tl.where(rj <= ri, P, 0.0), 64, 64, INTERP)
-    # each sub-chunk's own 16 x 16 block inverted where it lies (block I of A3 is the warp's)
-    A = tl.reshape(_diag_inverse(A3, "bf16x3", INTERP), [64, 64])
+    # each sub-chunk's own 16 x 16 block inverted where it lies (block I of A3 is the warp's);
+    # fp16 holds it: |A| <= 1, so the entries of D^2, D^4, D^8 and of the partial inverses are at
+    # most 14, 364, 3432 and 2^14 (the paths through a 16 x 16 strictly lower block)
+    A = tl.reshape(_diag_inverse(A3, "fp16", INTERP), [64, 64])
     D = tl.where(ri // 16 == rj // 16, A, 0.0)
-    Z = _z_of(D, A - D, (ri == rj).to(tl.float32), "bf16", INTERP)
-    Z = _bf(Z, INTERP)
+    Zf = _z_of(D, A - D, (ri == rj).to(tl.float32), "bf16", INTERP)
+    Z = _bf(Zf, INTERP)
     # w = kb + Z kb with kb read back: this program's own stores, ordered by the barrier
     tl.debug_barrier()
     for ks in range(0, K, BW):
@@ -362,14 +376,17 @@ def _kda_intra(
         x = x.to(tl.float32)
         x = _mmx(Z, x, x, "bf16", INTERP)
         _put(w_out + o_row * K + ks, p0, K, x, 64, BW, INTERP)  # the same (generic) stores as kb's
+    # u = beta v + Z (beta v) as beta v + (Z diag(beta)) v: v is exact in bf16, so only Z diag(beta)
+    # is rounded (beta v rounded to bf16 cost more); made from the rounded Z here, after w's loop,
+    # Zf is no longer live there
+    Zb = _bf(Z.to(tl.float32) * be[None, :], INTERP)
     v_p = v + (b * T * H + h) * V
     for vs in range(0, V, BW):
         if TMA:
             x = _live(tl.reshape(VD.load([b, t0, h * V + vs]), [64, BW]).to(tl.float32), live, VARLEN)
         else:
             x = _rows(v_p + vs, t0, tend, H * V, 64, BW)
-        x = x * be[:, None]
-        x = _mmx(Z, x, x, "bf16", INTERP)
+        x = _mmx(Zb, x, x * be[:, None], "bf16", INTERP)
         if TMA:
             UD.store([bh * TP + p0, vs], x.to(tl.bfloat16))
         else:
@@ -617,7 +634,10 @@ def _padded(q, k, v, g, beta, initial_state, cu_seqlens):
 
 
 def kda_prepare(q, k, v, g, beta, scale, cu_seqlens=None):
-    """The chunk-parallel part (_kda_intra). Returns the buffers the scan reads, as a dict."""
+    """The chunk-parallel part (_kda_intra, then the same with STRONG for the chunks whose gates
+    its fast form cannot take: a second launch whose other programs return at once). Returns the
+    buffers the scan reads, as a dict, and strong: [B * H * NT] int32, 1 for each chunk the STRONG
+    form did."""
     _check_shapes(q, k, v, g, beta)
     B, T, H, K = q.shape
     V = v.shape[-1]
@@ -651,14 +671,17 @@ def kda_prepare(q, k, v, g, beta, scale, cu_seqlens=None):
         )
     else:
         descs = (q,) * 8  # unused
-    _kda_intra[(NT, BH)](
-        q, k, g, beta, v, ctab, qg, kd, aqk, gc, w, u, *descs,
-        float(scale), T, H, NT, TP,
-        K=K, V=V, BK=bk, BW=bw, TMA=use_tma, VARLEN=varlen, INTERP=interp,
-        num_warps=CONFIG["prep_warps"], num_stages=CONFIG["intra_stages"], maxnreg=CONFIG["intra_nreg"] or None,
-    )  # fmt: skip
+    flags = torch.empty(BH * NT, device=dev, dtype=torch.int32)  # written by the first kernel
+    for strong in (False, True):
+        _kda_intra[(NT, BH)](
+            q, k, g, beta, v, ctab, qg, kd, aqk, gc, w, u, flags, *descs,
+            float(scale), T, H, NT, TP,
+            K=K, V=V, BK=bk, BW=bw, TMA=use_tma, VARLEN=varlen, STRONG=strong, INTERP=interp,
+            num_warps=CONFIG["prep_warps"], num_stages=CONFIG["intra_stages"],
+            maxnreg=CONFIG["intra_nreg"] or None,
+        )  # fmt: skip
     return dict(
-        qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc, ctab=ctab, cseq=cseq,
+        qg=qg, kd=kd, w=w, u=u, aqk=aqk, gc=gc, ctab=ctab, cseq=cseq, strong=flags,
         shape=(B, T, H, K, V), dtype=q.dtype, interp=interp,
     )  # fmt: skip
 

@@ -1,7 +1,8 @@
 // marathon eval TASK_DIR [--candidate DIR] [--json]: runs a task's evaluator once, outside any run.
 // Exit status: 0 when the evaluator produced a verdict (correct or not); 1 when the evaluator
 // itself failed (invalid output, non-zero exit, timeout, crash); 2 for a bad task folder, task.toml
-// or candidate folder.
+// or candidate folder, or when the sandbox cannot be built here (and --unsafe-no-sandbox was not
+// given).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -9,9 +10,11 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/installation.h"
 #include "core/eval_result.h"
 #include "eval/evaluator.h"
 #include "eval/result_cache.h"
+#include "goal/limits.h"
 #include "goal/task_spec.h"
 
 namespace marathon::cli {
@@ -25,6 +28,7 @@ struct EvalCliOptions {
   bool json = false;
   int64_t seed = -1;
   double timeout_s = 0;
+  bool unsafe_no_sandbox = false;
 };
 
 std::string human(const TaskSpec& task, const fs::path& cand, const std::string& cand_hash,
@@ -68,9 +72,13 @@ std::string human(const TaskSpec& task, const fs::path& cand, const std::string&
 void run_eval(const EvalCliOptions& opt) {
   TaskSpec task;
   try {
-    task = load_task(opt.task_dir);
+    task = load_task(resolve_task_dir(opt.task_dir));
   } catch (const TaskError& e) {
     spdlog::error("{}", e.what());
+    exit_code = 2;
+    return;
+  }
+  if (!sandbox_gate(opt.unsafe_no_sandbox, "eval").ok) {
     exit_code = 2;
     return;
   }
@@ -91,7 +99,14 @@ void run_eval(const EvalCliOptions& opt) {
   }
   eval::EvalOptions eo;
   if (opt.seed >= 0) eo.seed = static_cast<uint64_t>(opt.seed);
-  if (opt.timeout_s > 0) eo.timeout_s = opt.timeout_s;
+  if (opt.timeout_s != 0) {
+    if (auto why = timeout_problem(opt.timeout_s)) {
+      spdlog::error("--timeout: {} (seconds)", *why);
+      exit_code = 2;
+      return;
+    }
+    eo.timeout_s = opt.timeout_s;
+  }
   eval::EvalOutcome o = eval::run_evaluator(task, cand, eo);
   if (opt.json) {
     json out = o.result;
@@ -99,7 +114,7 @@ void run_eval(const EvalCliOptions& opt) {
     out["elapsed_s"] = o.elapsed_s;
     out["candidate"] = cand_hash;
     out["task"] = task.name;
-    std::cout << out.dump() << std::endl;
+    std::cout << out.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
   } else {
     std::cout << human(task, cand, cand_hash, o);
   }
@@ -120,6 +135,7 @@ void register_eval(CLI::App& app) {
   cmd->add_flag("--json", opt->json, "print the result as one JSON object");
   cmd->add_option("--seed", opt->seed, "fix the evaluator's random seed (MARATHON_EVAL_SEED)");
   cmd->add_option("--timeout", opt->timeout_s, "override the task's timeout_s");
+  cmd->add_flag("--unsafe-no-sandbox", opt->unsafe_no_sandbox, kUnsafeNoSandboxHelp);
   cmd->callback([opt] { run_eval(*opt); });
 }
 

@@ -3,10 +3,12 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "core/event_store.h"
 #include "core/fork.h"
+#include "core/run_lock.h"
 
 namespace marathon::cli {
 namespace {
@@ -18,8 +20,17 @@ struct ForkOptions {
 };
 
 int run_fork(const ForkOptions& o) {
+  // The new run is locked while it is built, so that no `resume` of it starts half-way.
+  std::optional<RunLock> lock;
   try {
-    ForkResult r = fork_run(o.run_dir, o.at, o.new_dir);
+    lock.emplace(RunLock::acquire_new(o.new_dir));
+    ForkResult r;
+    try {
+      r = fork_run(o.run_dir, o.at, o.new_dir);
+    } catch (...) {
+      lock->abandon_new();
+      throw;
+    }
     std::cout << "forked " << (r.from_run_id.empty() ? o.run_dir : r.from_run_id) << " at seq "
               << r.at_seq << " into " << o.new_dir << " as " << r.run_id << " (" << r.blobs
               << " blobs, " << r.files << " workspace files)\n";

@@ -4,9 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "core/fold.h"
+#include "core/run_lock.h"
 #include "loop/drive.h"
 #include "loop/replay.h"
 #include "policy/replay_policy.h"
@@ -30,9 +32,23 @@ std::string first_difference(const json& a, const json& b, const std::string& wh
 }
 
 int do_replay(const std::string& from, const std::string& to, bool quiet) {
+  std::optional<RunLock> lock;
+  try {
+    lock.emplace(RunLock::acquire_new(to));
+  } catch (const StoreError& e) {
+    spdlog::error("replay: {}", e.what());
+    return 1;
+  }
   std::vector<Event> original;
   std::unique_ptr<EventStore> from_store;
-  std::unique_ptr<EventStore> store = create_replay_run(from, to, &original, &from_store);
+  std::unique_ptr<EventStore> store;
+  try {
+    store = create_replay_run(from, to, &original, &from_store);
+  } catch (...) {
+    lock->abandon_new();
+    throw;
+  }
+  store->set_write_guard([&lock] { lock->verify(); });
   ReplayPolicy policy(original);
   DriveOptions options{quiet, logged_results(original, *from_store, *store)};
   std::printf("marathon: replaying %s into %s (%zu logged model responses, no model calls)\n",

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -11,15 +12,20 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/installation.h"
 #include "core/event_store.h"
 #include "core/events.h"
 #include "core/fold.h"
+#include "core/run_dir.h"
+#include "core/run_lock.h"
+#include "goal/limits.h"
 #include "goal/task_spec.h"
 #include "loop/drive.h"
 #include "loop/replay.h"
 #include "loop/run_setup.h"
 #include "policy/registry.h"
 #include "policy/replay_policy.h"
+#include "sandbox/launcher.h"
 
 namespace marathon::cli {
 
@@ -41,9 +47,16 @@ struct RunArgs {
   std::optional<double> max_gpu_s;
   std::optional<double> target;
   std::optional<int64_t> context_window;
+  std::optional<double> model_timeout;
   int goal_auto_pause = 5;
   bool quiet = false;
+  bool unsafe_no_sandbox = false;
 };
+
+// --model-timeout: positive, finite seconds (libcurl reads 0 as "no limit"), at most a day.
+std::optional<std::string> model_timeout_problem(double seconds) {
+  return range_problem(seconds, 0, false, 86400);
+}
 
 bool have_gpu() { return std::system("nvidia-smi -L >/dev/null 2>&1") == 0; }
 
@@ -54,10 +67,47 @@ std::string default_run_dir(const std::string& task_name) {
   return fmt::format("runs/{}-{}", task_name, buf);
 }
 
+// The first flag whose value is out of range, as "--flag: problem" (goal/limits.h); "" when all
+// are usable.
+std::string flag_problem(const RunArgs& a) {
+  std::vector<std::pair<const char*, std::optional<std::string>>> checks;
+  if (a.max_tool_calls) {
+    checks.emplace_back("--max-tool-calls",
+                        limit_problem("max_tool_calls", double(*a.max_tool_calls), true));
+  }
+  if (a.max_hours) {
+    checks.emplace_back("--max-hours", range_problem(*a.max_hours, 0, true, kMaxWallS / 3600));
+  }
+  if (a.max_cost)
+    checks.emplace_back("--max-cost", limit_problem("max_cost_usd", *a.max_cost, false));
+  if (a.max_tokens) {
+    checks.emplace_back("--max-tokens", limit_problem("max_tokens", double(*a.max_tokens), true));
+  }
+  if (a.max_gpu_s) {
+    checks.emplace_back("--max-gpu-seconds", limit_problem("max_gpu_s", *a.max_gpu_s, false));
+  }
+  if (a.target) checks.emplace_back("--target", target_problem(*a.target));
+  if (a.context_window) {
+    checks.emplace_back("--context-window",
+                        range_problem(double(*a.context_window), 0, false, 1e9));
+  }
+  if (a.model_timeout)
+    checks.emplace_back("--model-timeout", model_timeout_problem(*a.model_timeout));
+  checks.emplace_back("--goal-auto-pause", range_problem(a.goal_auto_pause, 0, true, 1e6));
+  for (const auto& [flag, why] : checks) {
+    if (why) return fmt::format("{}: {}", flag, *why);
+  }
+  return "";
+}
+
 int do_run(const RunArgs& a) {
+  if (std::string why = flag_problem(a); !why.empty()) {
+    spdlog::error("run: {}", why);
+    return 2;
+  }
   TaskSpec task;
   try {
-    task = load_task(a.task_dir);
+    task = load_task(resolve_task_dir(a.task_dir));
   } catch (const TaskError& e) {
     spdlog::error("{}", e.what());
     return 2;
@@ -67,6 +117,9 @@ int do_run(const RunArgs& a) {
                   task.name);
     return 2;
   }
+  SandboxGate gate = sandbox_gate(a.unsafe_no_sandbox, "run");
+  if (!gate.ok) return 2;
+  if (!a.api_key_env.empty()) sandbox::never_pass(a.api_key_env);
   NewRunOptions o;
   o.model = a.model;
   if (o.model.empty()) {
@@ -92,9 +145,27 @@ int do_run(const RunArgs& a) {
   o.max_gpu_s = a.max_gpu_s;
   o.target = a.target;
   o.context_window = a.context_window;
+  o.model_timeout_s = a.model_timeout;
   o.goal_auto_pause_turns = a.goal_auto_pause;
 
-  std::unique_ptr<EventStore> store = create_run(task, o);
+  std::optional<RunLock> lock;
+  try {
+    lock.emplace(RunLock::acquire_new(o.run_dir));
+  } catch (const StoreError& e) {
+    spdlog::error("run: {}", e.what());
+    return 1;
+  }
+  std::unique_ptr<EventStore> store;
+  try {
+    store = create_run(task, o);
+  } catch (...) {
+    lock->abandon_new();
+    throw;
+  }
+  store->set_write_guard([&lock] { lock->verify(); });
+  if (gate.unsandboxed) {
+    store->append(make_event(events::SandboxDisabled{gate.reason, "run"}));
+  }
   State state = fold(store->read());
   std::unique_ptr<Policy> policy;
   try {
@@ -110,13 +181,40 @@ int do_run(const RunArgs& a) {
   return exit_code_for(drive(*store, o.run_dir, *policy, DriveOptions{a.quiet, {}}));
 }
 
-int do_resume(const std::string& run_dir, bool quiet) {
+int do_resume(const std::string& run_dir, bool quiet, const std::optional<double>& model_timeout,
+              bool unsafe_no_sandbox) {
+  SandboxGate gate = sandbox_gate(unsafe_no_sandbox, "resume");
+  if (!gate.ok) return 2;
+  if (model_timeout) {
+    if (std::optional<std::string> why = model_timeout_problem(*model_timeout)) {
+      spdlog::error("resume: --model-timeout: {}", *why);
+      return 2;
+    }
+  }
+  json overrides = json::object();
+  if (model_timeout) overrides["model_timeout_s"] = *model_timeout;
+  // Locked before anything is appended or the workspace rewritten: a second resume of a live run
+  // must change nothing.
+  std::optional<RunLock> lock;
+  try {
+    lock.emplace(RunLock::acquire(existing_run_dir(run_dir).root));
+  } catch (const StoreError& e) {
+    spdlog::error("resume: {}", e.what());
+    return 1;
+  }
   State state;
-  std::unique_ptr<EventStore> store = reopen_run(run_dir, &state);
+  std::unique_ptr<EventStore> store = reopen_run(run_dir, &state, overrides);
   if (!store) {
     std::printf("marathon: run %s has already finished (%s); nothing to resume\n", run_dir.c_str(),
                 state.finish_reason.c_str());
     return 0;
+  }
+  store->set_write_guard([&lock] { lock->verify(); });
+  if (std::string key_env = state.config.value("api_key_env", ""); !key_env.empty()) {
+    sandbox::never_pass(key_env);
+  }
+  if (gate.unsandboxed) {
+    store->append(make_event(events::SandboxDisabled{gate.reason, "resume"}));
   }
   std::vector<Event> events = store->read();
   const auto created = payload_of<events::RunCreated>(events.front());
@@ -169,18 +267,28 @@ void register_run(CLI::App& app) {
   run->add_option("--max-gpu-seconds", args->max_gpu_s, "GPU-time budget (default: none)");
   run->add_option("--target", args->target, "Stop once a correct score reaches this");
   run->add_option("--context-window", args->context_window, "The model's context window in tokens");
+  run->add_option(
+      "--model-timeout", args->model_timeout,
+      "Seconds one HTTP attempt of a model call may take (default 120; kept for resume)");
   run->add_option("--goal-auto-pause", args->goal_auto_pause,
                   "Goal turns without progress before the goal pauses itself (0: never)");
   run->add_flag("--quiet", args->quiet, "No live progress, only the summary");
+  run->add_flag("--unsafe-no-sandbox", args->unsafe_no_sandbox, kUnsafeNoSandboxHelp);
   run->callback([args] { exit_code = do_run(*args); });
 
   auto resume_dir = std::make_shared<std::string>();
   auto resume_quiet = std::make_shared<bool>(false);
+  auto resume_timeout = std::make_shared<std::optional<double>>();
+  auto resume_unsafe = std::make_shared<bool>(false);
   CLI::App* resume = app.add_subcommand("resume", "Carry on a stopped run from its log");
   resume->add_option("RUN_DIR", *resume_dir, "Run directory")->required();
   resume->add_flag("--quiet", *resume_quiet, "No live progress, only the summary");
-  resume->callback(
-      [resume_dir, resume_quiet] { exit_code = do_resume(*resume_dir, *resume_quiet); });
+  resume->add_option("--model-timeout", *resume_timeout,
+                     "Seconds one HTTP attempt of a model call may take (default: the run's)");
+  resume->add_flag("--unsafe-no-sandbox", *resume_unsafe, kUnsafeNoSandboxHelp);
+  resume->callback([resume_dir, resume_quiet, resume_timeout, resume_unsafe] {
+    exit_code = do_resume(*resume_dir, *resume_quiet, *resume_timeout, *resume_unsafe);
+  });
 }
 
 }  // namespace marathon::cli

@@ -58,6 +58,14 @@ std::string human(const State& s) {
   for (const auto& [id, f] : s.in_flight) {
     line(fmt::format("in flight  {} ({}) since seq {}", f.name, id, f.started_seq));
   }
+  if (s.sandbox_disabled.empty()) {
+    line("sandbox    on");
+  } else {
+    std::string seqs;
+    for (int64_t q : s.sandbox_disabled) seqs += (seqs.empty() ? "" : ", ") + std::to_string(q);
+    line(fmt::format("sandbox    OFF in {} session(s) (--unsafe-no-sandbox at seq {}): {}",
+                     s.sandbox_disabled.size(), seqs, s.sandbox_disabled_reason));
+  }
   line(fmt::format("events     {}", s.last_seq));
   return out;
 }

@@ -3,10 +3,27 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace marathon::cli {
 
 extern int exit_code;
+
+// The capability probe of `run`, `resume` and `eval`, before anything starts: whether bubblewrap
+// can build the sandbox here. Without it, the command refuses (ok = false, the reason and how to
+// enable it logged) unless `unsafe_no_sandbox`; then the process runs every launch unsandboxed
+// (still with a cleared environment and the process group killed) and `reason` says why, for the
+// sandbox.disabled event.
+struct SandboxGate {
+  bool ok = true;
+  bool unsandboxed = false;
+  std::string reason;
+};
+SandboxGate sandbox_gate(bool unsafe_no_sandbox, const std::string& command);
+inline constexpr const char* kUnsafeNoSandboxHelp =
+    "Run the model's commands and the evaluator without the bubblewrap sandbox (when it cannot be "
+    "built here: no user namespaces, no bwrap). Unsafe: they can then read your files, reach the "
+    "network and outlive the run; only the environment is still cleared. Logged in the run.";
 
 void register_status(CLI::App& app);   // marathon status RUN_DIR [--json]
 void register_log(CLI::App& app);      // marathon log RUN_DIR [--follow] [--json]; log export
@@ -16,5 +33,6 @@ void register_run(CLI::App& app);      // marathon run TASK_DIR ...; marathon re
 void register_goal(CLI::App& app);     // marathon goal set|edit|pause|resume|clear RUN_DIR [TEXT]
 void register_compact(CLI::App& app);  // marathon compact RUN_DIR
 void register_eval(CLI::App& app);     // marathon eval TASK_DIR [--candidate DIR] [--json]
+void register_init(CLI::App& app);     // marathon init TASK_DIR --repo PATH --metric CMD ...
 
 }  // namespace marathon::cli

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/installation.h"
 
 namespace marathon::cli {
 int exit_code = 0;
@@ -22,7 +23,8 @@ int main(int argc, char** argv) {
 
   CLI::App app{"marathon: durable, long-horizon optimisation runs driven by an agent"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "marathon 0.1.0");
+  app.set_version_flag("--version", marathon::cli::version_text());
+  marathon::cli::adopt_installed_python();
   marathon::cli::register_run(app);
   marathon::cli::register_status(app);
   marathon::cli::register_log(app);
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
   marathon::cli::register_goal(app);
   marathon::cli::register_compact(app);
   marathon::cli::register_eval(app);
+  marathon::cli::register_init(app);
 
   try {
     app.parse(argc, argv);

@@ -84,6 +84,90 @@ int64_t natural_tokens(const Layout& l, const ContextView& v, const ContextConfi
   return assemble(l, v, config, /*enforce_hard_cap=*/false).tokens_estimate;
 }
 
+// The text fields of a message as sent at `elided_through` and their raw token estimates.
+struct Field {
+  int64_t tokens;
+  int64_t bytes;
+};
+
+// Raw tokens of unit `u` at `elided_through` if every field were cut to `max_tokens`, given its
+// fields and the tokens outside them.
+int64_t tokens_if_cut(int64_t outside, const std::vector<Field>& fields, int64_t max_tokens) {
+  int64_t t = outside;
+  for (const Field& f : fields) t += std::min(f.tokens, max_tokens);
+  return t;
+}
+
+// Plans the cut of one unit so that it takes at most `target_raw` raw tokens: the largest
+// max_tokens (at least kMinCutTokens) that gets there, applied to every message that has a field
+// over it. Appends to `plan` and returns the unit's raw tokens once cut.
+int64_t plan_unit_cut(const PreparedUnit& u, int64_t elided_through, int64_t target_raw,
+                      const ContextConfig& config, CompactionPlan& plan) {
+  struct MessageFields {
+    int64_t seq;
+    std::vector<Field> fields;
+  };
+  std::vector<MessageFields> per_message;
+  std::vector<Field> all;
+  int64_t outside = 0;
+  for (const PreparedMessage& m : u.messages) {
+    if (m.elided_at(elided_through)) {
+      outside += m.elided_tokens;
+      continue;
+    }
+    const json& shown = m.shown();
+    MessageFields mf{m.raw.seq, {}};
+    auto add = [&](const json& field) {
+      if (!field.is_string()) return;
+      const std::string& text = field.get_ref<const std::string&>();
+      mf.fields.push_back({estimate_text_tokens(text), static_cast<int64_t>(text.size())});
+    };
+    if (shown.contains("content")) add(shown.at("content"));
+    if (shown.contains("tool_calls") && shown.at("tool_calls").is_array()) {
+      for (const json& call : shown.at("tool_calls")) {
+        if (call.is_object() && call.contains("function") && call.at("function").is_object() &&
+            call.at("function").contains("arguments")) {
+          add(call.at("function").at("arguments"));
+        }
+      }
+    }
+    int64_t in_fields = 0;
+    for (const Field& f : mf.fields) in_fields += f.tokens;
+    outside += m.tokens - in_fields;
+    all.insert(all.end(), mf.fields.begin(), mf.fields.end());
+    per_message.push_back(std::move(mf));
+  }
+  int64_t hi = kMinCutTokens;
+  for (const Field& f : all) hi = std::max(hi, f.tokens);
+  int64_t lo = kMinCutTokens;
+  if (tokens_if_cut(outside, all, lo) < target_raw) {
+    while (lo < hi) {  // the largest max_tokens that fits
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (tokens_if_cut(outside, all, mid) <= target_raw) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+  }
+  const int64_t max_tokens = lo;
+  CutMap cuts;
+  for (const MessageFields& mf : per_message) {
+    int64_t bytes = 0;
+    for (const Field& f : mf.fields) {
+      if (f.tokens > max_tokens) bytes += f.bytes;
+    }
+    if (bytes == 0 || cuts.count(mf.seq)) continue;
+    cuts[mf.seq] = max_tokens;
+    plan.cuts.push_back({mf.seq, max_tokens, bytes});
+  }
+  if (cuts.empty()) return u.tokens_at(elided_through);
+  plan.cut_units.push_back(u.first_seq);
+  Unit raw{u.first_seq, u.last_seq, {}};
+  for (const PreparedMessage& m : u.messages) raw.messages.push_back(m.raw);
+  return prepare_unit(std::move(raw), config, cuts).tokens_at(elided_through);
+}
+
 struct OutputRef {
   int64_t seq;
   int64_t tokens;
@@ -102,6 +186,16 @@ bool is_context_length_error(const PolicyReply& reply) {
     if (m.find(needle) != std::string::npos) return true;
   }
   return false;
+}
+
+int64_t unit_budget_tokens(const Layout& layout, const ContextView& view,
+                           const ContextConfig& config) {
+  Layout fixed = layout;
+  fixed.units = {};
+  // 40: room for the note on units left out, as assemble() keeps it.
+  const int64_t fixed_tokens = calibrated(
+      assemble(fixed, view, config, /*enforce_hard_cap=*/false).tokens_raw + 40, layout.ratio);
+  return config.hard_tokens() - fixed_tokens;
 }
 
 std::string validate_summary(const std::string& text, const ContextConfig& config) {
@@ -235,13 +329,42 @@ CompactionPlan plan_compaction(PromptCache& cache, const State& state,
   }
 
   const bool manual = force == Force::kManual || c.pending_request_seq > 0;
-  const bool overflow = force == Force::kOverflow;
+  const bool overflow = force == Force::kOverflow || force == Force::kOverHard;
   p.trigger = manual ? "manual" : "auto";
-  p.reason = overflow ? "context_length_error" : manual ? "manual_request" : "soft_threshold";
+  p.reason = force == Force::kOverflow   ? "context_length_error"
+             : force == Force::kOverHard ? "over_hard_threshold"
+             : manual                    ? "manual_request"
+                                         : "soft_threshold";
 
   Layout l = make_layout(state, cache);
   ContextView v{c.summary, c.summarized_through, c.elided_through};
   p.tokens_before = natural_tokens(l, v, config);
+
+  // A unit that alone does not fit beside the fixed part of the prompt is cut first: no other
+  // stage can shrink the newest unit, and the hard cap would drop an older one without a word.
+  // After a context-length error, any unit above half the recent-turns share is cut.
+  {
+    const int64_t budget = unit_budget_tokens(l, v, config);
+    const int64_t share = config.frac(config.keep_recent_turns * (overflow ? 0.5 : 1.0));
+    const int64_t trigger = overflow ? std::min(budget, share) : budget;
+    const int64_t target = std::max<int64_t>(1, std::min(budget, share));
+    const int64_t target_raw =
+        std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(target) / l.ratio));
+    int64_t freed = 0;
+    for (const PreparedUnit& u : l.units) {
+      const int64_t before = u.tokens_at(c.elided_through);
+      if (calibrated(before, l.ratio) <= trigger) continue;
+      const int64_t after = plan_unit_cut(u, c.elided_through, target_raw, config, p);
+      freed += calibrated(before, l.ratio) - calibrated(after, l.ratio);
+    }
+    if (!p.cuts.empty()) {
+      p.action = CompactionPlan::Action::kCut;
+      p.trigger = "auto";  // a manual request stays pending: the next plan serves it
+      if (!overflow) p.reason = "unit_over_window";
+      p.tokens_after = p.tokens_before - freed;
+      return p;
+    }
+  }
   if (!manual && !overflow) {
     if (p.tokens_before <= config.soft_tokens()) return p;
     if (c.noop_seq > 0 && p.tokens_before <= c.noop_tokens + config.frac(config.noop_regrow)) {
@@ -360,6 +483,25 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
     return r;
   }
 
+  if (plan.action == A::kCut) {
+    CompactionCut p;
+    p.scope = base;
+    p.outcome = CompactionOutcome::kCompacted;
+    p.source = "cut";
+    p.cuts = plan.cuts;
+    p.units = plan.cut_units;
+    p.tokens_after = plan.tokens_after;
+    append(make_event(p));
+    r.outcome = "compacted";
+    r.source = "cut";
+    r.tokens_after = plan.tokens_after;
+    spdlog::warn(
+        "compaction ({}): {} message(s) too large for the window cut to a head and a "
+        "tail, {} -> {} tokens",
+        plan.trigger, plan.cuts.size(), plan.tokens_before, plan.tokens_after);
+    return r;
+  }
+
   if (plan.action == A::kElide) {
     r.tokens_after = tokens_with(c.summary);
     if (plan.trigger == "manual") {  // a manual request is answered by an installed event
@@ -423,6 +565,7 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
           layout, ContextView{c.summary, c.summarized_through, plan.elide_through}, config);
       append(make_event(p));
     }
+    req.interrupted = io.interrupted;
     PolicyReply reply;
     if (summariser == nullptr) {
       reply.error = json(ModelError::make(LlmErrorKind::kUnavailable, "no summariser configured"));
@@ -432,6 +575,12 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
       } catch (const std::exception& e) {
         reply.error = json(ModelError::make(LlmErrorKind::kException, e.what()));
       }
+    }
+    if (reply.error && reply.error->value("kind", "") == "interrupted") {
+      // Stopped by a signal: nothing is logged for the call; the next plan starts it again.
+      r.outcome = "interrupted";
+      r.tokens_after = plan.tokens_before;
+      return r;
     }
     json msg = reply.message.is_object() ? reply.message : json::object();
     std::optional<ModelError> error;

@@ -1,5 +1,10 @@
-// Compaction: keeping a long run inside the model's context window, in two stages, each an event.
+// Compaction: keeping a long run inside the model's context window, in two stages, each an event,
+// and a cut for a single message too large for the window.
 //
+//   cut      compaction.cut        a unit (an assistant reply with its tool results) that alone
+//                                  does not fit the window: its largest text fields (the reply, a
+//                                  call's arguments, a tool output) shown as a head and a tail with
+//                                  a note; recall(seq=N) pages through the whole from the log
 //   stage 1  compaction.elided     old tool outputs become `[output elided: recall(seq=N)]`
 //   stage 2  model.response{purpose: "compaction"}   the summariser's answer (counted in budgets)
 //            compaction.proposed                     its text stored as a blob, not yet trusted
@@ -46,6 +51,7 @@ enum class Force {
   kNone,      // compact only above the soft threshold (or on a manual request in the log)
   kManual,    // as if `marathon compact` had asked
   kOverflow,  // the provider said the prompt was too long: compact harder, now
+  kOverHard,  // the prompt as built is above the hard threshold: as kOverflow, before sending
 };
 
 struct CompactionPlan {
@@ -56,13 +62,22 @@ struct CompactionPlan {
     kFinishResponse,  // a logged summariser answer was never proposed: propose + install it
     kFinishProposal,  // a logged proposal was never installed: validate + install it
     kNoop,            // asked or over the threshold, but nothing can be freed: record it once
+    kCut,             // a unit too large for the window on its own: cut its largest fields
   };
   Action action = Action::kNone;
-  std::string trigger = "auto";   // auto | manual
-  std::string reason;             // soft_threshold | manual_request | context_length_error | resume
+  std::string trigger = "auto";  // auto | manual
+  // soft_threshold | manual_request | context_length_error | over_hard_threshold | resume |
+  // unit_over_window
+  std::string reason;
   int64_t tokens_before = 0;      // calibrated estimate of the prompt as it stands
   int64_t elide_through = 0;      // new elision point (> current when stage 1 frees something)
   int64_t summarize_through = 0;  // new summary point (stage 2)
+  // kCut: the events whose messages are cut and the tokens each text field keeps, the units they
+  // are in, and the calibrated prompt estimate once they are cut (without the hard cap).
+  using Cut = events::CompactionCut::Cut;  // bytes: the fields over max_tokens, before the cut
+  std::vector<Cut> cuts;
+  std::vector<int64_t> cut_units;  // first_seq of each unit cut
+  int64_t tokens_after = 0;
   bool needed() const { return action != Action::kNone; }
 };
 
@@ -70,12 +85,15 @@ struct ContextIO {
   std::function<Event(const NewEvent&)> append;  // append + apply to the caller's state/events
   std::function<std::string(const std::string& bytes)> put_blob;  // returns sha256
   std::function<std::optional<std::string>(const std::string& sha)> get_blob;
+  // Passed to the summariser's request (PolicyRequest::interrupted): a summary call cut short by
+  // it is not logged and the compaction is left for the next plan.
+  std::function<bool()> interrupted;
 };
 
 struct CompactionResult {
   std::vector<Event> appended;
-  std::string outcome;  // compacted | noop | failed | "" (nothing done)
-  std::string source;   // elision | model | structural | none
+  std::string outcome;  // compacted | noop | failed | interrupted | "" (nothing done)
+  std::string source;   // cut | elision | model | structural | none
   int64_t tokens_before = 0;
   int64_t tokens_after = 0;
 };
@@ -104,6 +122,11 @@ CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
 
 // True when a policy reply failed because the prompt was over the model's context length.
 bool is_context_length_error(const PolicyReply& reply);
+
+// The calibrated tokens a unit may take so that it and the fixed part of the prompt (system, task
+// message, tools) stay within the hard threshold. A unit above it is cut before it is sent.
+int64_t unit_budget_tokens(const Layout& layout, const ContextView& view,
+                           const ContextConfig& config);
 
 // --- pure pieces, exposed for tests -----------------------------------------------------------
 

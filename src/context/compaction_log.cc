@@ -1,5 +1,7 @@
 #include "context/compaction_log.h"
 
+#include <algorithm>
+
 namespace marathon::context {
 
 void apply_compaction_event(CompactionLog& c, const Event& e) {
@@ -28,6 +30,14 @@ void apply_compaction_event(CompactionLog& c, const Event& e) {
       ++c.compactions;
       c.noop_seq = 0;
     }
+  } else if (is<CompactionCut>(e)) {
+    const CompactionCut p = payload_of<CompactionCut>(e);
+    for (const CompactionCut::Cut& cut : p.cuts) {
+      auto [it, added] = c.cuts.emplace(cut.seq, cut.max_tokens);
+      if (!added) it->second = std::min(it->second, cut.max_tokens);
+    }
+    ++c.compactions;
+    c.noop_seq = 0;
   } else if (is<CompactionInstalled>(e)) {
     auto p = payload_of<CompactionInstalled>(e);
     if (p.outcome == CompactionOutcome::kCompacted) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,10 @@ struct CompactionLog {
   int64_t noop_seq = 0;             // last no-op compaction (0: none since the last real one)
   int64_t noop_tokens = 0;          // the prompt estimate it could not reduce
   int64_t pending_request_seq = 0;  // compaction.requested not yet answered by compaction.installed
-  int64_t compactions = 0;          // installed with outcome compacted, plus elisions
+  int64_t compactions = 0;          // installed with outcome compacted, plus elisions and cuts
+  // compaction.cut: the messages of event seq are shown with every text field (content, a tool
+  // call's arguments) over max_tokens cut to a head and a tail (the smallest max_tokens logged).
+  std::map<int64_t, int64_t> cuts;
 
   // A compaction.proposed with no compaction.installed after it (crash between the two).
   int64_t open_proposal_seq = 0;

@@ -34,7 +34,73 @@ json with_content(const TranscriptMessage& m, std::string content, int64_t* toke
   return msg;
 }
 
+// The longest prefix of `s` of at most n bytes that does not split a UTF-8 sequence.
+size_t utf8_head(const std::string& s, size_t n) {
+  n = std::min(n, s.size());
+  while (n > 0 && n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+// The start of the longest suffix of `s` of at most n bytes that does not split a UTF-8 sequence.
+size_t utf8_tail_start(const std::string& s, size_t n) {
+  size_t start = s.size() - std::min(n, s.size());
+  while (start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) ++start;
+  return start;
+}
+
+// Each text field of a message (content, tool call arguments) over `max_tokens` cut.
+// `changed` says whether any field was cut.
+json cut_message(const json& message, int64_t max_tokens, int64_t seq, bool* changed) {
+  json out = message;
+  auto cut_field = [&](json& field) {
+    if (!field.is_string()) return;
+    const std::string& text = field.get_ref<const std::string&>();
+    if (estimate_text_tokens(text) > std::max(max_tokens, kMinCutTokens)) {
+      field = cut_middle(text, max_tokens, seq);
+      *changed = true;
+    }
+  };
+  if (out.contains("content")) cut_field(out["content"]);
+  if (out.contains("tool_calls") && out["tool_calls"].is_array()) {
+    for (json& call : out["tool_calls"]) {
+      if (call.is_object() && call.contains("function") && call["function"].is_object() &&
+          call["function"].contains("arguments")) {
+        cut_field(call["function"]["arguments"]);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string cut_middle(const std::string& text, int64_t max_tokens, int64_t seq) {
+  max_tokens = std::max(max_tokens, kMinCutTokens);
+  if (estimate_text_tokens(text) <= max_tokens) return text;
+  auto note = [&](size_t head, size_t tail_start) {
+    return fmt::format(
+        "\n[cut to fit the context window: {} bytes in all, bytes {}..{} left out; "
+        "recall(seq={}) pages through the whole]\n",
+        text.size(), head, tail_start, seq);
+  };
+  // Start at 3 bytes per allowed token, split evenly between the ends, and shrink in proportion
+  // until the estimate fits (every step keeps strictly less, so this ends).
+  size_t keep = static_cast<size_t>(max_tokens) * 3;
+  std::string out;
+  while (true) {
+    keep = std::min(keep, text.size());
+    const size_t head = utf8_head(text, keep / 2);
+    const size_t tail_start = std::max(head, utf8_tail_start(text, keep - keep / 2));
+    out = text.substr(0, head) + note(head, tail_start) + text.substr(tail_start);
+    const int64_t est = estimate_text_tokens(out);
+    if (est <= max_tokens || keep <= 32) break;
+    const size_t next =
+        static_cast<size_t>(static_cast<double>(keep) * 0.95 * static_cast<double>(max_tokens) /
+                            static_cast<double>(est));
+    keep = std::min(keep - 1, next);
+  }
+  return out;
+}
 
 std::string elision_pointer(int64_t seq) {
   return fmt::format("[output elided: recall(seq={})]", seq);
@@ -48,7 +114,7 @@ int64_t PreparedUnit::tokens_at(int64_t elided_through) const {
   return t;
 }
 
-PreparedUnit prepare_unit(Unit unit, const ContextConfig& config) {
+PreparedUnit prepare_unit(Unit unit, const ContextConfig& config, const CutMap& cuts) {
   const int64_t output_cap = std::max<int64_t>(200, config.frac(0.15));
   PreparedUnit u;
   u.first_seq = unit.first_seq;
@@ -58,8 +124,20 @@ PreparedUnit prepare_unit(Unit unit, const ContextConfig& config) {
     PreparedMessage m;
     m.raw = std::move(raw);
     m.tokens = m.raw.tokens;
+    auto cut = cuts.empty() ? cuts.end() : cuts.find(m.raw.seq);
+    bool was_cut = false;
+    if (cut != cuts.end()) {
+      // A logged cut: every field over its limit shows a head and a tail (a tool output also
+      // keeps within its per-output cap).
+      const int64_t limit = m.raw.tool_output ? std::min(cut->second, output_cap) : cut->second;
+      json shown = cut_message(m.raw.message, limit, m.raw.seq, &was_cut);
+      if (was_cut) {
+        m.tokens = estimate_message_tokens(shown);
+        m.capped = std::move(shown);
+      }
+    }
     if (m.raw.tool_output) {
-      if (m.raw.content_tokens > output_cap) {
+      if (!was_cut && m.raw.content_tokens > output_cap) {
         m.capped =
             with_content(m.raw,
                          cap_output(m.raw.message.at("content").get_ref<const std::string&>(),
@@ -108,6 +186,7 @@ void PromptCache::update(const std::vector<Event>& events) {
   if (!extends) reset();
   if (seen_ == events.size()) return;
   const size_t from = seen_;
+  const CutMap cuts_before = log_.cuts;  // almost always empty
   for (size_t i = from; i < events.size(); ++i) {
     apply_compaction_event(log_, events[i]);
     fit_.add(events[i]);
@@ -122,6 +201,7 @@ void PromptCache::update(const std::vector<Event>& events) {
     return;
   }
   feed(events, from);
+  if (log_.cuts != cuts_before) apply_new_cuts(cuts_before);
   if (cut == base_) return;
   // A summary was installed: the units it covers leave the cache. What a build from the cut gives
   // is exactly the units that start after it: until the first unit starts after the cut, a build
@@ -155,12 +235,32 @@ void PromptCache::feed(const std::vector<Event>& events, size_t from) {
   }
   std::vector<Unit> closed;
   for (size_t i = from; i < events.size(); ++i) builder_.add(events[i], closed);
-  for (Unit& u : closed) units_.push_back(prepare_unit(std::move(u), config_));
+  for (Unit& u : closed) units_.push_back(prepare_unit(std::move(u), config_, log_.cuts));
   Unit open;
   if (builder_.peek_open(&open)) {
-    units_.push_back(prepare_unit(std::move(open), config_));
+    units_.push_back(prepare_unit(std::move(open), config_, log_.cuts));
     open_shown_ = true;
   }
+}
+
+void PromptCache::apply_new_cuts(const CutMap& before) {
+  auto changed = [&](int64_t seq) {
+    auto now = log_.cuts.find(seq);
+    if (now == log_.cuts.end()) return false;
+    auto was = before.find(seq);
+    return was == before.end() || was->second != now->second;
+  };
+  bool any = false;
+  for (PreparedUnit& u : units_) {
+    bool hit = false;
+    for (const PreparedMessage& m : u.messages) hit = hit || changed(m.raw.seq);
+    if (!hit) continue;
+    Unit raw{u.first_seq, u.last_seq, {}};
+    for (PreparedMessage& m : u.messages) raw.messages.push_back(std::move(m.raw));
+    u = prepare_unit(std::move(raw), config_, log_.cuts);
+    any = true;
+  }
+  if (any) ++epoch_;  // the messages lent with the last prompt are stale
 }
 
 size_t PromptCache::units_through(int64_t after_seq) const {
@@ -177,7 +277,7 @@ std::span<const PreparedUnit> PromptCache::units_after(const std::vector<Event>&
     return std::span<const PreparedUnit>(units_).subspan(units_through(after_seq));
   scratch_.clear();
   for (Unit& u : build_units(events, after_seq))
-    scratch_.push_back(prepare_unit(std::move(u), config_));
+    scratch_.push_back(prepare_unit(std::move(u), config_, log_.cuts));
   return scratch_;
 }
 

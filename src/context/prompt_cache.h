@@ -3,13 +3,15 @@
 //   - the compaction state (compaction_log.h) and the token calibration (token_estimate.h), folded
 //     event by event;
 //   - the units after the installed summary point (transcript.h), each message prepared once: its
-//     token estimate, the per-output cap applied, its JSON text as sent, and its elided form.
+//     token estimate, the per-output cap and any logged cut (compaction.cut) applied, its JSON text
+//     as sent, and its elided form. A cut logged after a unit was prepared prepares it again.
 // A cache holds one log: update() reads only the events after those it saw last time, and starts
 // over when the log it is given does not extend that one. Everything it returns is what a fresh
 // cache built from the same log returns (tests/context/incremental_prompt_test.cc checks it).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -25,6 +27,15 @@ namespace marathon::context {
 
 // `[output elided: recall(seq=N)]`: what an elided tool output is shown as.
 std::string elision_pointer(int64_t seq);
+
+// The smallest max_tokens a cut uses: room for the note and a little of each end.
+inline constexpr int64_t kMinCutTokens = 128;
+
+// `text` cut to a head and a tail with a note between them saying how many bytes there were, which
+// were left out and that recall(seq=`seq`) pages through the whole; the result estimates at most
+// max(max_tokens, kMinCutTokens) tokens. Text within max_tokens is returned as it is. UTF-8
+// sequences stay whole. Pure.
+std::string cut_middle(const std::string& text, int64_t max_tokens, int64_t seq);
 
 // One transcript message ready to send.
 struct PreparedMessage {
@@ -63,7 +74,12 @@ struct PreparedUnit {
   int64_t tokens_at(int64_t elided_through) const;
 };
 
-PreparedUnit prepare_unit(Unit unit, const ContextConfig& config);
+// Seq of an event -> the max_tokens its messages' text fields are cut to (CompactionLog::cuts).
+using CutMap = std::map<int64_t, int64_t>;
+
+// `cuts`: messages of the events named there are shown with each text field over the limit cut by
+// cut_middle (a tool output's per-output cap still applies, whichever is smaller).
+PreparedUnit prepare_unit(Unit unit, const ContextConfig& config, const CutMap& cuts = {});
 
 class PromptCache {
  public:
@@ -103,6 +119,8 @@ class PromptCache {
   void reset();
   void rebuild(const std::vector<Event>& events, int64_t after_seq);
   void feed(const std::vector<Event>& events, size_t from);
+  // Prepares again the units holding a message of an event whose cut changed.
+  void apply_new_cuts(const CutMap& before);
   // How many leading units a cut at after_seq (>= base_) leaves out: those that start at or before
   // it.
   size_t units_through(int64_t after_seq) const;

@@ -108,9 +108,11 @@ namespace {
 
 // The prompt tokens the provider reported for a conversation turn (0 for a summariser call: its
 // prompt is not one we estimated).
+// The prompt tokens a provider reported for a conversation turn; 0 for a summariser call (not a
+// prompt we estimated) and for usage that is our own estimate (it says nothing of the ratio).
 int64_t reported_prompt_tokens(const Event& e) {
   auto p = payload_of<events::ModelResponse>(e);
-  return p.purpose.empty() ? p.usage.prompt_tokens : 0;
+  return p.purpose.empty() && !p.usage_estimated ? p.usage.prompt_tokens : 0;
 }
 
 }  // namespace

@@ -147,6 +147,7 @@ Event EventStore::append(const NewEvent& e) { return append_batch({e}).at(0); }
 
 std::vector<Event> EventStore::append_batch(const std::vector<NewEvent>& events) {
   if (read_only_) throw StoreError("event log " + path_ + ": opened read-only, cannot append");
+  check_files();
   std::vector<Event> out;
   out.reserve(events.size());
   WriteTx tx(db_, path_);
@@ -190,11 +191,13 @@ std::vector<Event> EventStore::append_batch(const std::vector<NewEvent>& events)
     out.push_back(std::move(e));
   }
   tx.commit();
+  check_files();
   return out;
 }
 
 void EventStore::import_events(const std::vector<Event>& events) {
   if (read_only_) throw StoreError("event log " + path_ + ": opened read-only, cannot import");
+  check_files();
   WriteTx tx(db_, path_);
   Stmt ins(db_, path_, kInsertEvent);
   int64_t last = last_seq();
@@ -207,6 +210,7 @@ void EventStore::import_events(const std::vector<Event>& events) {
     last = e.seq;
   }
   tx.commit();
+  check_files();
 }
 
 std::vector<Event> EventStore::read(int64_t from_seq, int64_t to_seq) const {
@@ -282,9 +286,13 @@ std::optional<Event> EventStore::find_by_id(const std::string& id) const {
 std::string EventStore::put_blob(const std::string& bytes) {
   if (read_only_)
     throw StoreError("event log " + path_ + ": opened read-only, cannot store a blob");
+  check_files();
   std::string sha = sha256_hex(bytes);
-  Stmt s(db_, path_, "INSERT OR IGNORE INTO blobs(sha256, bytes) VALUES (?, ?)");
-  s.bind(1, sha).bind_blob(2, bytes).step();
+  {
+    Stmt s(db_, path_, "INSERT OR IGNORE INTO blobs(sha256, bytes) VALUES (?, ?)");
+    s.bind(1, sha).bind_blob(2, bytes).step();
+  }
+  check_files();
   return sha;
 }
 

@@ -98,8 +98,25 @@ class EventStore {
   const std::string& path() const { return path_; }
   bool read_only() const { return read_only_; }
 
+  // A check run before every write (append, import, blob, checkpoint); it throws to refuse the
+  // write. The runner passes its run directory's lock check (core/run_lock.h).
+  void set_write_guard(std::function<void()> guard) { write_guard_ = std::move(guard); }
+
  private:
+  // The identity of a file this writer uses (device and inode).
+  struct FileId {
+    uint64_t dev = 0, ino = 0;
+    bool known = false;
+  };
   EventStore(sqlite3* db, std::string path, bool read_only);
+  static std::unique_ptr<EventStore> open_on_read_only_media(const std::string& path);
+  // Writers: the log file, its -wal and -shm must be the files this connection opened, before
+  // and after every write. A file removed or replaced under a running writer means later commits
+  // land where no reader (and no resume) will find them, so the store refuses every write from
+  // then on with a StoreError saying which file changed (event_store_files.cc).
+  void record_files();
+  void check_files();
+  void refuse_writes(const std::string& why);
   void insert_locked(Event& e, void* insert_stmt);  // inside a write transaction
   // Events from_seq..to_seq in order; f may move from the event it is given.
   void scan(int64_t from_seq, int64_t to_seq, const Projection& leave_out,
@@ -107,6 +124,10 @@ class EventStore {
   sqlite3* db_;
   std::string path_;
   bool read_only_;
+  std::function<void()> write_guard_;
+  FileId db_id_, wal_id_, shm_id_;
+  std::string broken_;         // why writes are refused, once a check failed
+  std::string temp_copy_dir_;  // a private copy of a read-only log with a WAL (removed on close)
 };
 
 std::string sha256_hex(const std::string& bytes);

@@ -29,6 +29,7 @@ void EventStore::put_checkpoint(int64_t seq, int fold_version, std::string_view 
   if (read_only_) {
     throw StoreError("event log " + path_ + ": opened read-only, cannot store a checkpoint");
   }
+  check_files();
   detail::WriteTx tx(db_, path_);
   detail::exec(db_, path_, detail::kCreateCheckpointsTable);
   std::string event_id;
@@ -56,6 +57,7 @@ void EventStore::put_checkpoint(int64_t seq, int fold_version, std::string_view 
   prune.bind(1, static_cast<int64_t>(fold_version)).bind(2, static_cast<int64_t>(keep));
   prune.step();
   tx.commit();
+  check_files();
 }
 
 void EventStore::for_each_checkpoint(int fold_version, int64_t max_seq,

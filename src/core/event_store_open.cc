@@ -6,7 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -39,9 +43,12 @@ bool exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0;
 }
 
-sqlite3* open_connection(const std::string& path, int flags) {
+// Opens `path` (or, when given, the URI naming it with parameters); errors name `path`.
+sqlite3* open_connection(const std::string& path, int flags, const std::string& uri = "") {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = uri.empty() ? sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr)
+                       : sqlite3_open_v2(uri.c_str(), &db,
+                                         flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
@@ -119,14 +126,14 @@ void check_log(sqlite3* db, const std::string& path) {
   if (v < 1) reject(path, "invalid schema_version " + std::to_string(v));
 }
 
-// Opens `path` read-only and checks it. On rejection, removes the -wal/-shm files that opening
-// created (the file itself is never written) and rethrows.
-sqlite3* open_checked_read_only(const std::string& path) {
+// Opens `path` (or `uri`) read-only and checks it. On rejection, removes the -wal/-shm files that
+// opening created (the file itself is never written) and rethrows.
+sqlite3* open_checked_read_only(const std::string& path, const std::string& uri = "") {
   check_file(path);
   bool had_wal = exists(path + "-wal"), had_shm = exists(path + "-shm");
   sqlite3* db = nullptr;
   try {
-    db = open_connection(path, SQLITE_OPEN_READONLY);
+    db = open_connection(path, SQLITE_OPEN_READONLY, uri);
     check_log(db, path);
     return db;
   } catch (...) {
@@ -135,6 +142,48 @@ sqlite3* open_checked_read_only(const std::string& path) {
     if (!had_shm) ::unlink((path + "-shm").c_str());
     throw;
   }
+}
+
+// "file:" and the absolute path, percent-encoded where a URI needs it, for `parameters`.
+std::string file_uri(const std::string& path, const std::string& parameters) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string abs = fs::absolute(path).lexically_normal().string(), out = "file:";
+  for (unsigned char c : abs) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  return out + "?" + parameters;
+}
+
+// False when the folder of `path` cannot be written (read-only media, no permission): SQLite then
+// cannot make the -wal/-shm files that reading a WAL log normally needs.
+bool folder_writable(const std::string& path) {
+  fs::path parent = fs::path(path).parent_path();
+  return ::access(parent.empty() ? "." : parent.c_str(), W_OK) == 0;
+}
+
+// Copies the log and its WAL into a private temporary folder (returned, with the copy's path in
+// *copy): the only way to read a WAL whose folder holds no -shm and cannot get one.
+std::string copy_to_temp(const std::string& path, std::string* copy) {
+  std::string tmpl = (fs::temp_directory_path() / "marathon-ro-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) {
+    reject(path, std::string("read-only, and no temporary folder to read a copy in: ") +
+                     std::strerror(errno));
+  }
+  std::error_code ec;
+  *copy = (fs::path(tmpl) / fs::path(path).filename()).string();
+  fs::copy_file(path, *copy, ec);
+  if (!ec) fs::copy_file(path + "-wal", *copy + "-wal", ec);
+  if (ec) {
+    fs::remove_all(tmpl, ec);
+    reject(path, "read-only, and copying it to read its WAL failed: " + ec.message());
+  }
+  return tmpl;
 }
 
 void fsync_dir(const fs::path& dir) {
@@ -202,6 +251,7 @@ std::unique_ptr<EventStore> EventStore::open(const std::string& path, Mode mode)
       db = open_connection(path, SQLITE_OPEN_READWRITE);
       break;
     case Mode::kReadOnly: {
+      if (!folder_writable(path)) return open_on_read_only_media(path);
       // The checked file is then read through a read-write connection made query-only: as the
       // last connection to close it removes the -wal/-shm files, which a read-only connection
       // would leave behind. A file we may not write is read through a read-only one.
@@ -226,12 +276,56 @@ std::unique_ptr<EventStore> EventStore::open(const std::string& path, Mode mode)
     sqlite3_close(db);
     throw;
   }
-  return std::unique_ptr<EventStore>(new EventStore(db, path, false));
+  std::unique_ptr<EventStore> store(new EventStore(db, path, false));
+  store->record_files();
+  return store;
+}
+
+// A log in a folder that cannot be written (a read-only mount, an archive): no -wal/-shm can be
+// made next to it, so it is read
+//  - with no WAL (or an empty one): as immutable, which needs neither file;
+//  - with a WAL and its -shm: read-only, SQLite reading the -shm without writing it;
+//  - with a WAL and no -shm: through a private copy of both in the temporary folder.
+std::unique_ptr<EventStore> EventStore::open_on_read_only_media(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (size_or_zero(path + "-wal") == 0) {
+    db = open_checked_read_only(path, file_uri(path, "immutable=1"));
+    return std::unique_ptr<EventStore>(new EventStore(db, path, true));
+  }
+  if (exists(path + "-shm")) {
+    try {
+      db = open_checked_read_only(path);
+      return std::unique_ptr<EventStore>(new EventStore(db, path, true));
+    } catch (const StoreError&) {
+      // an -shm that cannot be read: the copy below needs none
+    }
+  }
+  std::string copy;
+  std::string dir = copy_to_temp(path, &copy);
+  try {
+    sqlite3_close(open_checked_read_only(copy));
+    db = open_connection(copy, SQLITE_OPEN_READWRITE);
+    exec(db, copy, "PRAGMA query_only=1");
+  } catch (...) {
+    sqlite3_close(db);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    throw;
+  }
+  std::unique_ptr<EventStore> store(new EventStore(db, path, true));
+  store->temp_copy_dir_ = dir;
+  return store;
 }
 
 EventStore::EventStore(sqlite3* db, std::string path, bool read_only)
     : db_(db), path_(std::move(path)), read_only_(read_only) {}
 
-EventStore::~EventStore() { sqlite3_close(db_); }
+EventStore::~EventStore() {
+  sqlite3_close(db_);
+  if (!temp_copy_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(temp_copy_dir_, ec);
+  }
+}
 
 }  // namespace marathon

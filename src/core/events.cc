@@ -60,7 +60,7 @@ constexpr std::array<std::pair<EvalStatus, const char*>, 5> kEvalStatuses{
      {EvalStatus::kNonzeroExit, "nonzero_exit"},
      {EvalStatus::kTimeout, "timeout"},
      {EvalStatus::kCrash, "crash"}}};
-constexpr std::array<std::pair<LlmErrorKind, const char*>, 10> kLlmErrorKinds{
+constexpr std::array<std::pair<LlmErrorKind, const char*>, 11> kLlmErrorKinds{
     {{LlmErrorKind::kContextLength, "context_length"},
      {LlmErrorKind::kAuth, "auth"},
      {LlmErrorKind::kNotFound, "not_found"},
@@ -70,7 +70,8 @@ constexpr std::array<std::pair<LlmErrorKind, const char*>, 10> kLlmErrorKinds{
      {LlmErrorKind::kBadRequest, "bad_request"},
      {LlmErrorKind::kReplayExhausted, "replay_exhausted"},
      {LlmErrorKind::kUnavailable, "unavailable"},
-     {LlmErrorKind::kException, "exception"}}};
+     {LlmErrorKind::kException, "exception"},
+     {LlmErrorKind::kInterrupted, "interrupted"}}};
 constexpr std::array<std::pair<CompactionOutcome, const char*>, 3> kCompactionOutcomes{
     {{CompactionOutcome::kCompacted, "compacted"},
      {CompactionOutcome::kNoop, "noop"},
@@ -201,9 +202,30 @@ std::optional<double> PayloadReader::opt_num(const char* k) const {
 std::optional<int64_t> PayloadReader::opt_int(const char* k) const {
   const json* v = find(k);
   if (!v) return std::nullopt;
+  if (v->is_number_unsigned()) {
+    if (v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) fail(k, "is out of range");
+    return v->get<int64_t>();
+  }
   if (v->is_number_integer()) return v->get<int64_t>();
   if (!v->is_number()) fail(k, "is not a number");
-  return static_cast<int64_t>(v->get<double>());
+  // Converting a double no int64 holds is undefined: such a payload is malformed.
+  const double d = v->get<double>();
+  if (!(d >= -0x1p63 && d < 0x1p63)) fail(k, "is out of range");
+  return static_cast<int64_t>(d);
+}
+
+int64_t PayloadReader::saturated_int(const char* k) const {
+  const json* v = find(k);
+  if (!v) return 0;
+  if (v->is_number_unsigned()) {
+    return v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : v->get<int64_t>();
+  }
+  if (v->is_number_integer()) return v->get<int64_t>();
+  if (!v->is_number()) fail(k, "is not a number");
+  const double d = v->get<double>();
+  if (d >= 0x1p63) return INT64_MAX;
+  if (d < -0x1p63) return INT64_MIN;
+  return static_cast<int64_t>(d);
 }
 
 bool PayloadReader::opt_bool(const char* k, bool def) const {
@@ -425,6 +447,7 @@ constexpr const char* kPromptTokens = "prompt_tokens";
 constexpr const char* kCompletionTokens = "completion_tokens";
 constexpr const char* kProblems = "problems";
 constexpr const char* kPurpose = "purpose";
+constexpr const char* kUsageEstimated = "usage_estimated";
 
 void to_json(json& j, const ModelResponse& p) {
   j = json{
@@ -439,14 +462,17 @@ void to_json(json& j, const ModelResponse& p) {
   if (p.problems.is_array() && !p.problems.empty()) j[kProblems] = p.problems;
   put_nonempty(j, kPurpose, p.purpose);
   if (p.scope) put_scope(j, *p.scope);
+  if (p.usage_estimated) j[kUsageEstimated] = true;
 }
 void from_json(const json& j, ModelResponse& p) {
   PayloadReader r(j, ModelResponse::kType);
   if (const json* m = r.find(kMessage)) p.message = *m;
   if (const json* u = r.opt_obj(kUsage)) {
     PayloadReader ur = r.sub(*u, kUsage);
-    p.usage.prompt_tokens = ur.integer(kPromptTokens, 0);
-    p.usage.completion_tokens = ur.integer(kCompletionTokens, 0);
+    // Saturated, not refused: a count an older runtime took from the provider unchecked is
+    // capped where it is counted (add_model_spend), as every other bad count is.
+    p.usage.prompt_tokens = ur.saturated_int(kPromptTokens);
+    p.usage.completion_tokens = ur.saturated_int(kCompletionTokens);
   }
   p.cost_usd = r.num("cost_usd", 0);
   p.provider = r.opt_str("provider");
@@ -462,6 +488,36 @@ void from_json(const json& j, ModelResponse& p) {
   if (const json* pr = r.opt_arr(kProblems)) p.problems = *pr;
   p.purpose = r.opt_str(kPurpose);
   if (!p.purpose.empty()) p.scope = read_scope(r);
+  p.usage_estimated = r.opt_bool(kUsageEstimated, false);
+}
+
+// -- llm.usage_rejected
+
+void to_json(json& j, const LlmUsageRejected& p) {
+  j = json{{kProblems, p.problems},
+           {"reported", p.reported},
+           {"estimated",
+            {{kPromptTokens, p.estimated.prompt_tokens},
+             {kCompletionTokens, p.estimated.completion_tokens}}},
+           {"provider", p.provider},
+           {"model", p.model}};
+}
+void from_json(const json& j, LlmUsageRejected& p) {
+  PayloadReader r(j, LlmUsageRejected::kType);
+  if (const json* pr = r.opt_arr(kProblems)) {
+    for (const json& line : *pr) {
+      if (!line.is_string()) r.fail(kProblems, "holds a value that is not a string");
+      p.problems.push_back(line.get<std::string>());
+    }
+  }
+  if (const json* rep = r.find("reported")) p.reported = *rep;
+  if (const json* est = r.opt_obj("estimated")) {
+    PayloadReader er = r.sub(*est, "estimated");
+    p.estimated.prompt_tokens = er.saturated_int(kPromptTokens);
+    p.estimated.completion_tokens = er.saturated_int(kCompletionTokens);
+  }
+  p.provider = r.opt_str("provider");
+  p.model = r.opt_str("model");
 }
 
 // -- tool.started / tool.finished
@@ -618,6 +674,49 @@ void from_json(const json& j, CompactionElided& p) {
   p.tokens_after = r.integer(kTokensAfter, 0);
 }
 
+void to_json(json& j, const CompactionCut& p) {
+  j = json::object();
+  put_scope(j, p.scope);
+  j[kOutcome] = to_string(p.outcome);
+  j[kSource] = p.source;
+  json cuts = json::array();
+  for (const CompactionCut::Cut& c : p.cuts) {
+    cuts.push_back({{"seq", c.seq}, {"max_tokens", c.max_tokens}, {"bytes", c.bytes}});
+  }
+  j["cuts"] = std::move(cuts);
+  j["units"] = p.units;
+  j[kTokensAfter] = p.tokens_after;
+}
+void from_json(const json& j, CompactionCut& p) {
+  PayloadReader r(j, CompactionCut::kType);
+  p.scope = read_scope(r);
+  p.outcome = r.has(kOutcome) ? enum_field(r, kOutcome, compaction_outcome_from_string)
+                              : CompactionOutcome::kCompacted;
+  p.source = r.opt_str(kSource);
+  // An entry without a positive integer seq and max_tokens is skipped: it cuts nothing.
+  if (const json* cuts = r.opt_arr("cuts")) {
+    for (const json& cut : *cuts) {
+      if (!cut.is_object()) continue;
+      auto seq = cut.find("seq"), max = cut.find("max_tokens"), bytes = cut.find("bytes");
+      if (seq == cut.end() || max == cut.end() || !seq->is_number_integer() ||
+          !max->is_number_integer() || seq->get<int64_t>() <= 0 || max->get<int64_t>() <= 0) {
+        continue;
+      }
+      CompactionCut::Cut c;
+      c.seq = seq->get<int64_t>();
+      c.max_tokens = max->get<int64_t>();
+      if (bytes != cut.end() && bytes->is_number_integer()) c.bytes = bytes->get<int64_t>();
+      p.cuts.push_back(c);
+    }
+  }
+  if (const json* units = r.opt_arr("units")) {
+    for (const json& u : *units) {
+      if (u.is_number_integer()) p.units.push_back(u.get<int64_t>());
+    }
+  }
+  p.tokens_after = r.integer(kTokensAfter, 0);
+}
+
 // -- user.message
 
 void to_json(json& j, const UserMessage& p) {
@@ -668,10 +767,23 @@ void from_json(const json& j, RunPaused& p) {
   p.message = r.opt_str(kMessage);
 }
 
-void to_json(json& j, const RunResumed& p) { j = json{{kReason, p.reason}}; }
+void to_json(json& j, const RunResumed& p) {
+  j = json{{kReason, p.reason}};
+  if (p.config.is_object() && !p.config.empty()) j["config"] = p.config;
+}
 void from_json(const json& j, RunResumed& p) {
   PayloadReader r(j, RunResumed::kType);
   p.reason = r.opt_str(kReason);
+  if (const json* c = r.opt_obj("config")) p.config = *c;
+}
+
+void to_json(json& j, const SandboxDisabled& p) {
+  j = json{{kReason, p.reason}, {"command", p.command}};
+}
+void from_json(const json& j, SandboxDisabled& p) {
+  PayloadReader r(j, SandboxDisabled::kType);
+  p.reason = r.opt_str(kReason);
+  p.command = r.opt_str("command");
 }
 
 void to_json(json& j, const RunFinished& p) {
@@ -713,7 +825,12 @@ const std::vector<TypeInfo>& all_types() {
        ModelResponse::kVersion,
        {"message", "usage{prompt_tokens, completion_tokens}", "cost_usd", "provider", "model",
         "finish_reason", "error?{kind, message, ...}", "problems?", "purpose?",
-        "trigger?, reason?, summarized_through?, elided_through?, tokens_before? (with purpose)"}},
+        "trigger?, reason?, summarized_through?, elided_through?, tokens_before? (with purpose)",
+        "usage_estimated?"}},
+      {LlmUsageRejected::kType,
+       LlmUsageRejected::kVersion,
+       {"problems", "reported", "estimated{prompt_tokens, completion_tokens}", "provider",
+        "model"}},
       {ToolStarted::kType,
        ToolStarted::kVersion,
        {"call_id", "name", "arguments", "turn?", "index?"}},
@@ -740,15 +857,20 @@ const std::vector<TypeInfo>& all_types() {
        CompactionElided::kVersion,
        {"trigger", "reason", "summarized_through", "elided_through", "tokens_before", "outcome",
         "source", "tokens_after"}},
+      {CompactionCut::kType,
+       CompactionCut::kVersion,
+       {"trigger", "reason", "summarized_through", "elided_through", "tokens_before", "outcome",
+        "source", "cuts[{seq, max_tokens, bytes}]", "units", "tokens_after"}},
       {UserMessage::kType, UserMessage::kVersion, {"content", "reason"}},
       {GoalChanged::kType,
        GoalChanged::kVersion,
        {"verb", "objective?", "status?", "progress?", "target?"}},
       {BudgetWarned::kType, BudgetWarned::kVersion, {"which", "used", "limit"}},
       {RunPaused::kType, RunPaused::kVersion, {"reason", "message"}},
-      {RunResumed::kType, RunResumed::kVersion, {"reason"}},
+      {RunResumed::kType, RunResumed::kVersion, {"reason", "config?"}},
       {RunFinished::kType, RunFinished::kVersion, {"reason", "summary"}},
       {RunForked::kType, RunForked::kVersion, {"run_id", "from_run_id", "from_dir", "at_seq"}},
+      {SandboxDisabled::kType, SandboxDisabled::kVersion, {"reason", "command"}},
   };
   return kTypes;
 }

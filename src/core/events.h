@@ -59,6 +59,7 @@ enum class LlmErrorKind {
   kReplayExhausted,       // the replay policy has no logged response left
   kUnavailable,           // no summariser configured
   kException,             // the policy threw
+  kInterrupted,           // the caller asked to stop (SIGINT/SIGTERM) during the call; never logged
   kUnknown,
 };
 std::string to_string(LlmErrorKind k);
@@ -186,6 +187,20 @@ struct ModelResponse {
   json problems;                         // [{tool_call_id, kind, message}] or null
   std::string purpose;                   // "" for a conversation turn
   std::optional<CompactionScope> scope;  // with purpose compaction
+  // The usage above is the runtime's estimate (an llm.usage_rejected event precedes this one).
+  bool usage_estimated = false;
+};
+
+// A reply whose usage was missing or not believable: what was wrong and the estimate used
+// instead. Logged just before its model.response; fold reads nothing from it.
+struct LlmUsageRejected {
+  static constexpr const char* kType = "llm.usage_rejected";
+  static constexpr int kVersion = 1;
+  std::vector<std::string> problems;  // one line per field ("usage.prompt_tokens = -5: negative")
+  json reported;                      // the usage object as the provider sent it, or null
+  Usage estimated;
+  std::string provider;
+  std::string model;
 };
 
 struct ToolStarted {
@@ -281,6 +296,25 @@ struct CompactionElided {
   int64_t tokens_after = 0;
 };
 
+// A message too large for the window on its own, cut to a head and a tail (context/compaction.h):
+// the messages of event `seq` are shown with every text field over max_tokens cut.
+struct CompactionCut {
+  static constexpr const char* kType = "compaction.cut";
+  static constexpr int kVersion = 1;
+  struct Cut {
+    int64_t seq = 0;
+    int64_t max_tokens = 0;
+    int64_t bytes = 0;  // the text the cut fields held
+    bool operator==(const Cut&) const = default;
+  };
+  CompactionScope scope;
+  CompactionOutcome outcome = CompactionOutcome::kCompacted;
+  std::string source;  // cut
+  std::vector<Cut> cuts;
+  std::vector<int64_t> units;  // first seq of each unit cut
+  int64_t tokens_after = 0;
+};
+
 // A user-role turn of the transcript written by the runtime.
 struct UserMessage {
   static constexpr const char* kType = "user.message";
@@ -321,6 +355,9 @@ struct RunResumed {
   static constexpr const char* kType = "run.resumed";
   static constexpr int kVersion = 1;
   std::string reason;
+  // Settings given to `marathon resume` (e.g. model_timeout_s): they override the run's config
+  // from here on, and later resumes keep them. Empty: none.
+  json config = json::object();
 };
 
 struct RunFinished {
@@ -328,6 +365,15 @@ struct RunFinished {
   static constexpr int kVersion = 1;
   std::string reason;  // finish | budget | target | goal_cleared | error
   std::string summary;
+};
+
+// A runner session started with --unsafe-no-sandbox: the model's commands and candidates' code ran
+// without the sandbox from here (docs/security.md).
+struct SandboxDisabled {
+  static constexpr const char* kType = "sandbox.disabled";
+  static constexpr int kVersion = 1;
+  std::string reason;   // the probe's finding, or that the user asked
+  std::string command;  // run | resume
 };
 
 // The first event of a fork after the copied prefix.
@@ -352,6 +398,7 @@ MARATHON_EVENT_JSON(ReplayOf)
 MARATHON_EVENT_JSON(RunCreated)
 MARATHON_EVENT_JSON(ModelRequest)
 MARATHON_EVENT_JSON(ModelResponse)
+MARATHON_EVENT_JSON(LlmUsageRejected)
 MARATHON_EVENT_JSON(ToolStarted)
 MARATHON_EVENT_JSON(ToolFinished)
 MARATHON_EVENT_JSON(WorkspaceWritten)
@@ -361,12 +408,14 @@ MARATHON_EVENT_JSON(CompactionRequested)
 MARATHON_EVENT_JSON(CompactionProposed)
 MARATHON_EVENT_JSON(CompactionInstalled)
 MARATHON_EVENT_JSON(CompactionElided)
+MARATHON_EVENT_JSON(CompactionCut)
 MARATHON_EVENT_JSON(UserMessage)
 MARATHON_EVENT_JSON(GoalChanged)
 MARATHON_EVENT_JSON(BudgetWarned)
 MARATHON_EVENT_JSON(RunPaused)
 MARATHON_EVENT_JSON(RunResumed)
 MARATHON_EVENT_JSON(RunFinished)
+MARATHON_EVENT_JSON(SandboxDisabled)
 MARATHON_EVENT_JSON(RunForked)
 #undef MARATHON_EVENT_JSON
 

@@ -11,10 +11,14 @@ namespace {
 
 using namespace events;
 
-double seconds(int64_t us) { return static_cast<double>(us) / 1e6; }
+// Seconds from `from_us` to `to_us`, 0 when `to_us` is earlier; no overflow for any two times.
+double seconds_between(int64_t from_us, int64_t to_us) {
+  if (to_us <= from_us) return 0;
+  return static_cast<double>(static_cast<uint64_t>(to_us) - static_cast<uint64_t>(from_us)) / 1e6;
+}
 
 void close_segment(State& s, int64_t at_us) {
-  if (s.segment_open) s.wall_closed_s += seconds(std::max<int64_t>(0, at_us - s.segment_start_us));
+  if (s.segment_open) s.wall_closed_s += seconds_between(s.segment_start_us, at_us);
   s.segment_open = false;
 }
 
@@ -48,9 +52,10 @@ void on_created(State& s, const Event& e, const RunCreated& p) {
 
 void on_model_response(State& s, const ModelResponse& p) {
   s.used.model_calls += 1;
-  s.used.prompt_tokens += p.usage.prompt_tokens;
-  s.used.completion_tokens += p.usage.completion_tokens;
-  s.used.cost_usd += p.cost_usd;
+  // Spend only grows: a negative or absurd count in the log (written by an older runtime that
+  // trusted the provider) adds nothing or is capped.
+  add_model_spend(s.used, static_cast<double>(p.usage.prompt_tokens),
+                  static_cast<double>(p.usage.completion_tokens), p.cost_usd);
 }
 
 void on_tool_finished(State& s, const Event& e, const ToolFinished& p) {
@@ -228,10 +233,17 @@ void apply_typed(State& s, const Event& e) {
     close_segment(s, s.last_event_us);  // a crash ends a segment at its last event
     open_segment(s, e.recorded_at_us);
     s.paused = false;
+    // Settings given to `marathon resume` (e.g. model_timeout_s) override the run's config from
+    // here on, and later resumes keep them.
+    const RunResumed p = e.payload.get<RunResumed>();
+    for (const auto& [k, v] : p.config.items()) s.config[k] = v;
   } else if (is<RunFinished>(e)) {
     close_segment(s, e.recorded_at_us);
     s.done = true;
     s.finish_reason = e.payload.get<RunFinished>().reason;
+  } else if (is<SandboxDisabled>(e)) {
+    s.sandbox_disabled.push_back(e.seq);
+    s.sandbox_disabled_reason = e.payload.get<SandboxDisabled>().reason;
   } else if (is<RunForked>(e)) {
     auto p = e.payload.get<RunForked>();
     s.forked_from = p.from_run_id;
@@ -253,8 +265,7 @@ void apply(State& s, const Event& e) {
   s.last_seq = e.seq;
   s.last_event_us = std::max(s.last_event_us, e.recorded_at_us);
   s.used.wall_s = s.wall_closed_s;
-  if (s.segment_open)
-    s.used.wall_s += seconds(std::max<int64_t>(0, s.last_event_us - s.segment_start_us));
+  if (s.segment_open) s.used.wall_s += seconds_between(s.segment_start_us, s.last_event_us);
 }
 
 State fold(const std::vector<Event>& events) {

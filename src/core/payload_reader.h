@@ -26,8 +26,11 @@ class PayloadReader {
   std::optional<std::string> maybe_str(const char* k) const;
   std::optional<double> opt_num(const char* k) const;
   double num(const char* k, double def) const { return opt_num(k).value_or(def); }
-  // A number read as an integer (as fold always has: a double is truncated).
+  // A number read as an integer (as fold always has: a double is truncated); one no int64 holds
+  // fails "is out of range".
   std::optional<int64_t> opt_int(const char* k) const;
+  // The same, but a number beyond int64 gives the nearest int64 (0 when absent).
+  int64_t saturated_int(const char* k) const;
   int64_t integer(const char* k, int64_t def) const { return opt_int(k).value_or(def); }
   bool opt_bool(const char* k, bool def) const;
   const json& obj(const char* k) const;  // required object

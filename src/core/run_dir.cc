@@ -24,9 +24,20 @@ RunDir existing_run_dir(const fs::path& dir) {
   return r;
 }
 
+namespace {
+// Empty, or holding only the lock file its creator took (core/run_lock.h).
+bool empty_but_for_lock(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename() != kLockFileName) return false;
+  }
+  return !ec;
+}
+}  // namespace
+
 RunDir create_run_dir(const fs::path& dir) {
   std::error_code ec;
-  if (fs::exists(dir, ec) && !(fs::is_directory(dir, ec) && fs::is_empty(dir, ec))) {
+  if (fs::exists(dir, ec) && !(fs::is_directory(dir, ec) && empty_but_for_lock(dir))) {
     throw StoreError("run directory " + dir.string() + ": already exists and is not empty");
   }
   RunDir r{dir};

@@ -1,6 +1,9 @@
 // to_json(State): the `marathon status --json` view.
 #include "core/state.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace marathon {
 namespace {
 
@@ -110,9 +113,33 @@ json to_json(const State& s) {
       {"summary", summary},
       {"pending_compaction_request", s.pending_compaction_request},
       {"forked_from", s.forked_from.empty() ? json(nullptr) : json(s.forked_from)},
+      {"sandbox",
+       {{"enabled", s.sandbox_disabled.empty()},
+        {"disabled_at", s.sandbox_disabled},
+        {"disabled_reason", s.sandbox_disabled_reason}}},
       {"task", s.task},
       {"config", s.config},
   };
+}
+
+namespace {
+
+double spend_term(double v) {
+  return std::isfinite(v) && v > 0 ? std::min(v, kMaxSpendPerResponse) : 0;
+}
+
+int64_t saturating_add(int64_t a, double b) {
+  const double room = static_cast<double>(INT64_MAX / 2) - static_cast<double>(a);
+  return b >= room ? INT64_MAX / 2 : a + static_cast<int64_t>(b);
+}
+
+}  // namespace
+
+void add_model_spend(BudgetUsed& used, double prompt_tokens, double completion_tokens,
+                     double cost_usd) {
+  used.prompt_tokens = saturating_add(used.prompt_tokens, spend_term(prompt_tokens));
+  used.completion_tokens = saturating_add(used.completion_tokens, spend_term(completion_tokens));
+  used.cost_usd += spend_term(cost_usd);
 }
 
 }  // namespace marathon

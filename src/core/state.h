@@ -33,6 +33,13 @@ struct BudgetUsed {
   bool operator==(const BudgetUsed&) const = default;
 };
 
+// Adds one model response's tokens and cost to `used`. Spend only grows: a value that is negative,
+// not finite or absent (pass 0) adds nothing, and each is capped at kMaxSpendPerResponse so that no
+// sum can overflow. fold and the runner's look-ahead both count through this.
+inline constexpr double kMaxSpendPerResponse = 1e12;
+void add_model_spend(BudgetUsed& used, double prompt_tokens, double completion_tokens,
+                     double cost_usd);
+
 struct GoalState {
   std::string objective;
   std::string metric;  // e.g. "speedup"
@@ -130,7 +137,11 @@ struct State {
   bool done = false;
   std::string finish_reason;
   std::vector<std::string> budget_warnings;  // which budgets have been warned about
-  int64_t turns = 0;                         // model.request count
+  // Runner sessions started with --unsafe-no-sandbox: the seq of each sandbox.disabled event, and
+  // the reason the last one gave (the probe's finding, or that the user asked).
+  std::vector<int64_t> sandbox_disabled;
+  std::string sandbox_disabled_reason;
+  int64_t turns = 0;  // model.request count
 
   // Bookkeeping of fold itself (not shown by status): wall-time segments and goal turns.
   bool segment_open = false;     // a run segment (created/resumed .. paused/finished) is active

@@ -11,7 +11,7 @@ namespace {
 #if defined(__GLIBCXX__) && defined(__x86_64__) && !defined(_GLIBCXX_DEBUG)
 // A field added to State (or to a struct inside it) must be added here and to state_from_json, and
 // kFoldVersion bumped: otherwise a checkpoint silently loses it. This trips when the size changes.
-static_assert(sizeof(State) == 872 && sizeof(GoalState) == 136 && sizeof(LedgerEntry) == 176 &&
+static_assert(sizeof(State) == 928 && sizeof(GoalState) == 136 && sizeof(LedgerEntry) == 176 &&
                   sizeof(InFlightTool) == 88 && sizeof(ToolCallRecord) == 88 &&
                   sizeof(Summary) == 48 && sizeof(BudgetUsed) == 56 && sizeof(BudgetLimits) == 40,
               "State changed: update state_json.cc and bump kFoldVersion in core/fold.h");
@@ -170,6 +170,8 @@ json state_to_json(const State& s) {
       {"done", s.done},
       {"finish_reason", s.finish_reason},
       {"budget_warnings", s.budget_warnings},
+      {"sandbox_disabled", s.sandbox_disabled},
+      {"sandbox_disabled_reason", s.sandbox_disabled_reason},
       {"turns", s.turns},
       {"segment_open", s.segment_open},
       {"segment_start_us", s.segment_start_us},
@@ -279,6 +281,11 @@ State state_from_json(json j) {
   for (size_t i = 0; i < warnings.array().size(); ++i) {
     s.budget_warnings.push_back(warnings.item(i).str());
   }
+  In disabled = in.at("sandbox_disabled");
+  for (size_t i = 0; i < disabled.array().size(); ++i) {
+    s.sandbox_disabled.push_back(disabled.item(i).i64());
+  }
+  s.sandbox_disabled_reason = in.at("sandbox_disabled_reason").str();
   s.turns = in.at("turns").i64();
   s.segment_open = in.at("segment_open").boolean();
   s.segment_start_us = in.at("segment_start_us").i64();

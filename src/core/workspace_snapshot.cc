@@ -1,10 +1,8 @@
 #include "core/workspace_snapshot.h"
 
-#include <unistd.h>
-
-#include <fstream>
 #include <vector>
 
+#include "core/confined_dir.h"
 #include "core/event_store.h"
 #include "core/events.h"
 
@@ -43,19 +41,6 @@ std::string candidate_hash(const WorkspaceFiles& files) {
   return sha256_hex(buf);
 }
 
-bool is_safe_relative_path(const std::string& path) {
-  if (path.empty() || path.front() == '/') return false;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    std::string part = path.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    start = end + 1;
-  }
-  return path.find('\0') == std::string::npos;
-}
-
 void materialize_workspace(const EventStore& store, const WorkspaceFiles& files,
                            const fs::path& dir, bool remove_others) {
   auto fail = [&](const std::string& what) {
@@ -64,33 +49,33 @@ void materialize_workspace(const EventStore& store, const WorkspaceFiles& files,
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail("cannot create: " + ec.message());
+  FsResult<ConfinedDir> ws = ConfinedDir::open(dir);
+  if (!ws.ok()) fail(ws.error().reason);
   for (const auto& [path, sha] : files) {
     if (!is_safe_relative_path(path)) fail("refusing unsafe path '" + path + "' from the log");
+  }
+  if (remove_others) {
+    std::vector<std::string> extra;  // collected first: the walk must not see its own removals
+    FsResult<size_t> walked = ws->walk(
+        ".",
+        [&](const FileInfo& e) {
+          if (e.kind == EntryKind::kDir && !files.count(e.path)) return true;
+          if (!files.count(e.path) || e.kind == EntryKind::kDir) extra.push_back(e.path);
+          return false;
+        },
+        Links::kNone);
+    if (!walked.ok()) fail(walked.error().message());
+    for (const std::string& p : extra) {
+      FsResult<size_t> gone = ws->remove_all(p);
+      if (!gone.ok()) fail("cannot remove " + gone.error().message());
+    }
+  }
+  for (const auto& [path, sha] : files) {
     auto bytes = store.get_blob(sha);
     if (!bytes) fail("blob " + sha + " of '" + path + "' is missing from " + store.path());
-    fs::path target = dir / path;
-    fs::create_directories(target.parent_path(), ec);
-    if (ec) fail("cannot create directory for '" + path + "': " + ec.message());
-    fs::path tmp = target;
-    tmp += ".marathon-tmp-" + std::to_string(::getpid());
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-      if (!out.flush()) fail("cannot write '" + path + "'");
-    }
-    fs::rename(tmp, target, ec);
-    if (ec) fail("cannot move '" + path + "' into place: " + ec.message());
+    FsResult<std::string> w = ws->write(path, *bytes, WriteLinks::kReplace);
+    if (!w.ok()) fail("cannot write " + w.error().message());
   }
-  if (!remove_others) return;
-  std::vector<fs::path> extra;
-  for (auto it = fs::recursive_directory_iterator(dir, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (!it->is_regular_file()) continue;
-    std::string rel = fs::relative(it->path(), dir).generic_string();
-    if (!files.count(rel)) extra.push_back(it->path());
-  }
-  for (const fs::path& p : extra) fs::remove(p, ec);
 }
 
 }  // namespace marathon

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "core/confined_path.h"  // is_safe_relative_path
 #include "core/event.h"
 
 namespace marathon {
@@ -24,12 +25,13 @@ WorkspaceFiles workspace_at(const EventStore& store, int64_t at_seq);
 // sha256 over the sorted `path\0sha\0` pairs (the candidate hash of docs/event-log.md).
 std::string candidate_hash(const WorkspaceFiles& files);
 
-// A relative path that stays inside its root: not empty, not absolute, no "..", "." or empty parts.
-bool is_safe_relative_path(const std::string& path);
-
-// Writes every file from its blob into `dir` (each atomically: temp file + rename). With
-// `remove_others`, regular files under `dir` that are not in `files` are deleted. Throws StoreError
-// for a missing blob or an unsafe path, naming it.
+// Writes every file from its blob into `dir` through ConfinedDir (core/confined_dir.h), each
+// atomically (temp file + rename), following no link: a link, FIFO or socket standing where a file
+// or its folder goes is replaced, never written through. With `remove_others` the workspace is
+// made exactly the log's: every entry under `dir` that is not a folder and not in `files` (links
+// included, removed as links) is deleted first, and so is a folder standing where a file goes.
+// Throws StoreError for a missing blob, a path that is not in normal form
+// (is_safe_relative_path, core/confined_path.h) or a file that cannot be written, naming it.
 void materialize_workspace(const EventStore& store, const WorkspaceFiles& files,
                            const std::filesystem::path& dir, bool remove_others = false);
 

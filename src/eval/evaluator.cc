@@ -3,23 +3,44 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+
+#include "core/utf8.h"
+#include "sandbox/python_env.h"
 
 namespace marathon::eval {
 
 namespace fs = std::filesystem;
 
 std::string default_python() {
-  const char* p = std::getenv("MARATHON_PYTHON");
-  return p && *p ? p : "python3";
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  if (std::string p = env("MARATHON_PYTHON"); !p.empty()) return p;
+  // The environment `make` installs (scripts/install-deps), found the way that script finds it.
+  std::filesystem::path venv = env("MARATHON_VENV");
+  if (venv.empty()) {
+    std::filesystem::path cache = env("XDG_CACHE_HOME");
+    if (cache.empty() && !env("HOME").empty())
+      cache = std::filesystem::path(env("HOME")) / ".cache";
+    if (!cache.empty()) venv = cache / "marathon" / "venv";
+  }
+  if (!venv.empty() && ::access((venv / "bin" / "python").c_str(), X_OK) == 0) {
+    return (venv / "bin" / "python").string();
+  }
+  return "python3";
 }
 
 json failed_result(EvalStatus status, const std::string& log) {
   EvalResult r;
-  r.log = log;
+  r.log = valid_utf8(log);
   r.error_kind = to_string(status);
   return to_json(r);
 }
@@ -37,7 +58,8 @@ std::string quote_start(const std::string& s, size_t n = 200) {
   std::string t = trim(s);
   if (t.empty()) return "(stdout was empty)";
   if (t.size() > n) t = t.substr(0, n) + "...";
-  return "stdout began: " + json(t).dump();
+  // The cut may split a character.
+  return "stdout began: " + json(valid_utf8(t)).dump();
 }
 
 std::string tail(const std::string& s, size_t n) {
@@ -60,11 +82,14 @@ std::optional<json> find_object(const std::string& text) {
 
 }  // namespace
 
-std::optional<json> parse_result(const std::string& stdout_text, std::string* error) {
+std::optional<json> parse_result(const std::string& stdout_bytes, std::string* error) {
   auto fail = [&](const std::string& why) -> std::optional<json> {
     if (error) *error = why;
     return std::nullopt;
   };
+  // Decoded leniently: a stray byte (a candidate's binary print, a cut-off character) becomes
+  // U+FFFD inside a string instead of making the whole result unreadable.
+  const std::string stdout_text = valid_utf8(stdout_bytes);
   std::optional<json> found = find_object(stdout_text);
   if (!found) return fail("no JSON object on stdout; " + quote_start(stdout_text));
   json r = *found;
@@ -73,18 +98,20 @@ std::optional<json> parse_result(const std::string& stdout_text, std::string* er
   return r;
 }
 
-EvalOutcome classify(const ProcessResult& p, double timeout_s) {
+EvalOutcome classify(const sandbox::LaunchResult& p, double timeout_s) {
   EvalOutcome o;
   o.elapsed_s = p.elapsed_s;
   o.exit_code = p.exit_code;
   o.signal = p.signal;
-  o.stderr_tail = tail(p.err, 4000);
+  // Both streams are bytes: decoded leniently (after cutting, which may split a character).
+  o.stderr_tail = valid_utf8(tail(p.err, 4000));
   const std::string err_note =
-      trim(p.err).empty() ? "" : "\nstderr (last lines):\n" + tail(trim(p.err), 1500);
+      trim(p.err).empty() ? "" : "\nstderr (last lines):\n" + valid_utf8(tail(trim(p.err), 1500));
   if (!p.started) {
     o.status = EvalStatus::kNonzeroExit;
     o.exit_code = 127;
-    o.result = failed_result(o.status, "the evaluator could not be started: " + p.spawn_error);
+    o.result =
+        failed_result(o.status, "the evaluator could not be started: " + valid_utf8(p.setup_error));
     return o;
   }
   if (p.timed_out) {
@@ -123,24 +150,58 @@ EvalOutcome classify(const ProcessResult& p, double timeout_s) {
   return o;
 }
 
+std::vector<fs::path> evaluator_reads(const std::vector<std::string>& argv,
+                                      const fs::path& task_dir) {
+  std::vector<fs::path> out;
+  const fs::path task = fs::absolute(task_dir).lexically_normal();
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a.empty() || a.front() == '-' || (i > 0 && a.find('/') == std::string::npos)) continue;
+    fs::path p = fs::path(a).is_absolute() ? fs::path(a) : task / a;
+    p = p.lexically_normal();
+    std::error_code ec;
+    fs::file_status st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) continue;
+    fs::path dir = fs::is_directory(st) ? p : p.parent_path();
+    auto [m, _] = std::mismatch(task.begin(), task.end(), dir.begin(), dir.end());
+    if (m == task.end()) continue;  // inside the task folder
+    if (std::find(out.begin(), out.end(), dir) == out.end()) out.push_back(dir);
+  }
+  return out;
+}
+
 EvalOutcome run_evaluator(const TaskSpec& task, const fs::path& candidate_dir_in,
                           const EvalOptions& options) {
   std::error_code ec;
   fs::path candidate_dir = fs::absolute(candidate_dir_in, ec).lexically_normal();
+  fs::path task_dir = fs::absolute(task.dir, ec).lexically_normal();
   const std::string python = options.python.empty() ? default_python() : options.python;
-  ProcessSpec spec;
-  spec.argv = evaluator_argv(task, python, candidate_dir);
-  spec.cwd = task.dir;
+  // The interpreter as it names itself (a venv's bin/python, not a shim that needs $HOME).
+  const sandbox::PythonEnv& py = sandbox::python_env(python);
+  const std::string exe = py.error.empty() ? py.executable : python;
+  if (!py.error.empty()) spdlog::debug("python {}: {}", python, py.error);
+  sandbox::LaunchSpec spec;
+  spec.profile = sandbox::Profile::kEvaluate;
+  if (options.isolation) spec.isolation = *options.isolation;
+  spec.bwrap = options.bwrap;
+  spec.argv = evaluator_argv(task, exe, candidate_dir);
+  spec.cwd = task_dir;
+  spec.readable = {task_dir, candidate_dir};
+  for (const fs::path& d : evaluator_reads(spec.argv, task_dir)) spec.readable.push_back(d);
+  spec.python = python;
   spec.env = {{"MARATHON_CANDIDATE_DIR", candidate_dir.string()},
-              {"MARATHON_TASK_DIR", task.dir.string()},
-              {"MARATHON_PYTHON", python}};
+              {"MARATHON_TASK_DIR", task_dir.string()},
+              {"MARATHON_PYTHON", exe}};
   for (const auto& [k, v] : options.env) spec.env[k] = v;
   if (options.seed) spec.env["MARATHON_EVAL_SEED"] = std::to_string(*options.seed);
   spec.timeout_s = options.timeout_s.value_or(task.evaluator.timeout_s);
-  spec.stdout_cap = options.stdout_cap;
-  spec.stderr_cap = options.stderr_cap;
-  spdlog::debug("evaluating {} with {}", candidate_dir.string(), fmt::join(spec.argv, " "));
-  ProcessResult p = run_process(spec);
+  spec.out_head = options.stdout_cap;
+  spec.out_tail = 0;
+  spec.err_head = options.stderr_cap / 2;
+  spec.err_tail = options.stderr_cap - spec.err_head;
+  spdlog::debug("evaluating {} with {} ({})", candidate_dir.string(), fmt::join(spec.argv, " "),
+                sandbox::to_string(spec.isolation));
+  sandbox::LaunchResult p = sandbox::launch(spec);
   EvalOutcome o = classify(p, spec.timeout_s);
   spdlog::debug("evaluation: {} in {:.2f} s", to_string(o.status), o.elapsed_s);
   return o;

@@ -1,12 +1,11 @@
 #include "eval/result_cache.h"
 
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 
+#include "core/confined_dir.h"
 #include "core/event_store.h"  // sha256_hex
-#include "eval/subprocess.h"
+#include "sandbox/launcher.h"
 
 namespace marathon::eval {
 
@@ -32,26 +31,71 @@ std::string candidate_hash_of(const TaskSpec& task,
   return candidate_hash(files);
 }
 
+std::vector<CandidateFile> read_candidate(const TaskSpec& task, const fs::path& dir,
+                                          size_t max_file_bytes) {
+  FsResult<ConfinedDir> root = ConfinedDir::open(dir);
+  if (!root.ok()) {
+    throw std::runtime_error("candidate folder " + dir.string() + ": " + root.error().reason);
+  }
+  std::vector<CandidateFile> out;
+  FsResult<size_t> walked = root->walk(
+      ".",
+      [&](const FileInfo& e) {
+        if (e.kind == EntryKind::kDir) return true;
+        if (is_editable(task, e.path)) out.push_back({e.path, e.kind, "", ""});
+        return false;
+      },
+      Links::kNone);
+  if (!walked.ok()) {
+    throw std::runtime_error("cannot list candidate folder " + dir.string() + ": " +
+                             walked.error().message());
+  }
+  for (CandidateFile& f : out) {
+    if (f.kind == EntryKind::kLink) {
+      FsResult<FileInfo> link = root->stat(f.path, Links::kNone);
+      if (!link.ok()) {
+        throw std::runtime_error("candidate file " + (dir / f.path).string() + ": " +
+                                 link.error().reason);
+      }
+      f.kind = link->kind;  // kLink, unless it was replaced since the walk
+      f.hash_value = "link:" + link->link_target;
+    } else if (f.kind != EntryKind::kFile) {
+      f.hash_value = "special:" + describe(f.kind);
+    }
+    if (f.kind != EntryKind::kFile) continue;
+    FsResult<std::string> bytes = root->read(f.path, max_file_bytes, Links::kNone);
+    if (!bytes.ok()) {
+      throw std::runtime_error("cannot read candidate file " + (dir / f.path).string() + ": " +
+                               bytes.error().reason);
+    }
+    f.bytes = std::move(bytes.value());
+    f.hash_value = sha256_hex(f.bytes);
+  }
+  return out;
+}
+
 std::map<std::string, std::string> editable_files(const TaskSpec& task, const fs::path& dir) {
   std::map<std::string, std::string> out;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw std::runtime_error("candidate folder " + dir.string() + " does not exist");
-  }
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
-    std::string rel = fs::relative(it->path(), dir, ec).generic_string();
-    if (!is_editable(task, rel)) continue;
-    std::ifstream in(it->path(), std::ios::binary);
-    if (!in) throw std::runtime_error("cannot read candidate file " + it->path().string());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    out[rel] = sha256_hex(ss.str());
-  }
-  if (ec)
-    throw std::runtime_error("cannot list candidate folder " + dir.string() + ": " + ec.message());
+  for (CandidateFile& f : read_candidate(task, dir)) out[f.path] = std::move(f.hash_value);
   return out;
+}
+
+std::string candidate_refusal(const TaskSpec& task, const std::vector<CandidateFile>& files) {
+  for (const CandidateFile& f : files) {
+    if (f.kind == EntryKind::kFile) continue;
+    std::string what = f.kind == EntryKind::kLink
+                           ? "a symbolic link (-> " + f.hash_value.substr(5) + ")"
+                           : "a " + describe(f.kind);
+    return "editable file '" + f.path + "' is " + what +
+           "; a candidate is made of regular files only (write the file itself)";
+  }
+  if (files.empty()) {
+    std::string globs;
+    for (const std::string& g : task.editable) globs += (globs.empty() ? "" : ", ") + g;
+    return "the workspace holds none of the task's editable files (" + globs +
+           "); there is no candidate to evaluate";
+  }
+  return "";
 }
 
 std::string cache_key(const json& task_json, const std::string& candidate_hash,
@@ -81,11 +125,13 @@ std::string detect_device() {
   static std::once_flag once;
   static std::string device;
   std::call_once(once, [] {
-    ProcessSpec spec;
+    sandbox::LaunchSpec spec;
+    spec.profile = sandbox::Profile::kHostTool;
+    spec.isolation = sandbox::Isolation::kNone;
     spec.argv = {"nvidia-smi", "--query-gpu=name", "--format=csv,noheader"};
     spec.timeout_s = 2;
     spec.drain_s = 0.2;
-    ProcessResult p = run_process(spec);
+    sandbox::LaunchResult p = sandbox::launch(spec);
     bool ok = p.started && !p.timed_out && p.signal == 0 && p.exit_code == 0;
     device = device_from_nvidia_smi(ok ? std::optional<std::string>(p.out) : std::nullopt);
   });

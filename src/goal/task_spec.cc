@@ -3,10 +3,12 @@
 #include <fnmatch.h>
 #include <toml++/toml.h>
 
+#include <cmath>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
+
+#include "goal/limits.h"
 
 namespace marathon {
 
@@ -95,7 +97,10 @@ class TableReader {
     const toml::node* n = required ? require(key) : get(key);
     if (!n) return std::nullopt;
     if (auto i = n->as_integer()) return static_cast<double>(**i);
-    if (auto f = n->as_floating_point()) return **f;
+    if (auto f = n->as_floating_point()) {
+      if (!std::isfinite(**f)) fail(key, n, "must be a finite number, got " + std::to_string(**f));
+      return **f;
+    }
     fail(key, n, "must be a number, got " + type_name(*n));
   }
 
@@ -146,6 +151,17 @@ class TableReader {
   int table_line_;
   std::set<std::string> seen_;
 };
+
+// [a-z0-9][a-z0-9._-]*, checked by a loop: std::regex recurses once per character, so a long
+// name would overflow the stack.
+bool is_task_name(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) return false;
+  }
+  return !s.empty();
+}
 
 // A relative path that stays inside its folder: not absolute, no "..", not empty.
 bool is_contained_relative(const std::string& p) {
@@ -218,6 +234,9 @@ void read_goal(TableReader& top, TaskSpec& spec) {
   }
   spec.goal.direction = direction_from_string(direction);
   spec.goal.target = r.number("target", false);
+  if (spec.goal.target) {
+    if (auto why = target_problem(*spec.goal.target)) r.fail("target", r.get("target"), *why);
+  }
   r.reject_unknown();
 }
 
@@ -236,8 +255,8 @@ void read_evaluator(TableReader& top, TaskSpec& spec) {
     r.fail("command", cmd, "must be an array of strings or a string, got " + type_name(*cmd));
   }
   spec.evaluator.timeout_s = *r.number("timeout_s", true);
-  if (!(spec.evaluator.timeout_s > 0)) {
-    r.fail("timeout_s", r.get("timeout_s"), "must be > 0");
+  if (auto why = timeout_problem(spec.evaluator.timeout_s)) {
+    r.fail("timeout_s", r.get("timeout_s"), *why + " (seconds)");
   }
   const toml::node* v = r.require("version");
   if (auto i = v->as_integer()) {
@@ -255,7 +274,8 @@ void read_limits(TableReader& top, TaskSpec& spec) {
   for (const char* k :
        {"max_tool_calls", "max_wall_s", "max_tokens", "max_cost_usd", "max_gpu_s"}) {
     if (auto v = r.number(k, false)) {
-      if (*v < 0) r.fail(k, r.get(k), "must be >= 0");
+      const toml::node* n = r.get(k);
+      if (auto why = limit_problem(k, *v, n->is_integer())) r.fail(k, n, *why);
       spec.limits[k] = *v;
     }
   }
@@ -273,7 +293,7 @@ void read_prices(TableReader& top, TaskSpec& spec) {
     json p = json::object();
     for (const char* f : {"prompt", "completion"}) {
       auto x = r.number(f, true);
-      if (*x < 0) r.fail(f, r.get(f), "must be >= 0");
+      if (auto why = price_problem(*x)) r.fail(f, r.get(f), *why);
       p[f] = *x;
     }
     r.reject_unknown();
@@ -295,8 +315,7 @@ TaskSpec parse_task(const std::string& toml_text, const std::string& file, const
   spec.dir = dir;
   TableReader r(file, "", root, 0);
   spec.name = r.nonblank("name");
-  static const std::regex kName("[a-z0-9][a-z0-9._-]*");
-  if (!std::regex_match(spec.name, kName)) {
+  if (!is_task_name(spec.name)) {
     r.fail("name", r.get("name"),
            "must be lower-case letters, digits, '.', '_' or '-', got \"" + spec.name + "\"");
   }

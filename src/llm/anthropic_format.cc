@@ -1,6 +1,7 @@
 #include "llm/anthropic_format.h"
 
 #include "llm/openai_format.h"
+#include "llm/usage_check.h"
 
 namespace marathon::llm {
 
@@ -14,6 +15,14 @@ std::map<std::string, std::string> AnthropicFormat::headers(const std::string& a
 namespace {
 
 json text_block(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
+
+// The string member `key` of a reply object, or `dflt` when it is missing, not a string or empty:
+// the reply is untrusted, and json::value throws for a member of another type.
+std::string reply_string(const json& obj, const char* key, const std::string& dflt = "") {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) return dflt;
+  return it->get<std::string>();
+}
 
 // Appends `blocks` as a turn of `role`, merging into the previous turn when it has the same role
 // (the API wants user and assistant turns to alternate).
@@ -101,16 +110,16 @@ json assistant_from_anthropic(const json& content) {
   json calls = json::array();
   for (const json& block : content) {
     if (!block.is_object()) continue;
-    std::string type = block.value("type", "");
+    std::string type = reply_string(block, "type");
     if (type == "text" && block.contains("text") && block["text"].is_string()) {
       text += block["text"].get<std::string>();
     } else if (type == "tool_use") {
       json input = block.contains("input") ? block["input"] : json::object();
       calls.push_back(
-          {{"id", block.value("id", "toolu_" + std::to_string(calls.size()))},
+          {{"id", reply_string(block, "id", "toolu_" + std::to_string(calls.size()))},
            {"type", "function"},
            {"function",
-            {{"name", block.value("name", "")},
+            {{"name", reply_string(block, "name")},
              {"arguments", input.is_string() ? input.get<std::string>() : input.dump()}}}});
     }
   }
@@ -125,7 +134,7 @@ ParsedReply AnthropicFormat::parse_reply(const json& body) const {
     r.malformed = "reply is not a JSON object";
     return r;
   }
-  if (body.value("type", "") == "error" || !body.contains("content") ||
+  if (reply_string(body, "type") == "error" || !body.contains("content") ||
       !body["content"].is_array()) {
     r.malformed = body.contains("error") ? "reply carries an error: " + body["error"].dump()
                                          : "reply has no \"content\" array";
@@ -146,13 +155,30 @@ ParsedReply AnthropicFormat::parse_reply(const json& body) const {
   }
   if (body.contains("usage") && body["usage"].is_object()) {
     const json& u = body["usage"];
-    auto num = [&](const char* k) -> int64_t {
-      return u.contains(k) && u[k].is_number() ? u[k].get<int64_t>() : 0;
-    };
-    // Cached prompt tokens are still prompt tokens the window holds.
-    r.usage.prompt_tokens =
-        num("input_tokens") + num("cache_read_input_tokens") + num("cache_creation_input_tokens");
-    r.usage.completion_tokens = num("output_tokens");
+    r.usage_reported = u;
+    for (const char* key : {"input_tokens", "output_tokens"}) {
+      if (!u.contains(key) || u[key].is_null()) {
+        r.usage_problems.push_back(std::string("usage.") + key + " is missing");
+      }
+    }
+    const int64_t input = read_usage_count(u, "input_tokens", &r.usage_problems);
+    r.usage.cache_read_tokens = read_usage_count(u, "cache_read_input_tokens", &r.usage_problems);
+    r.usage.cache_write_tokens =
+        read_usage_count(u, "cache_creation_input_tokens", &r.usage_problems);
+    r.usage.completion_tokens = read_usage_count(u, "output_tokens", &r.usage_problems);
+    // Cached prompt tokens are still prompt tokens the window holds (each term is below the bound,
+    // so the sum cannot overflow).
+    r.usage.prompt_tokens = input + r.usage.cache_read_tokens + r.usage.cache_write_tokens;
+    if (r.usage_problems.empty()) {
+      check_usage_total(r.usage.prompt_tokens,
+                        "usage.input_tokens + cache_read_input_tokens + "
+                        "cache_creation_input_tokens",
+                        &r.usage_problems);
+    }
+  } else {
+    r.usage_reported = body.contains("usage") ? body["usage"] : json();
+    r.usage_problems.push_back(body.contains("usage") ? "usage is not an object"
+                                                      : "the reply reports no usage");
   }
   return r;
 }

@@ -38,6 +38,19 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* cancel = static_cast<const std::function<bool()>*>(user);
+  return (*cancel)() ? 1 : 0;  // non-zero: libcurl aborts with CURLE_ABORTED_BY_CALLBACK
+}
+
+// At least 1 ms: libcurl reads 0 as "no timeout".
+long timeout_ms(double seconds) {
+  double ms = seconds * 1000;
+  if (!(ms >= 1)) return 1;
+  if (ms > 1e9) return 1000000000L;
+  return static_cast<long>(ms);
+}
+
 }  // namespace
 
 HttpResponse http_post(const std::string& url, const std::map<std::string, std::string>& headers,
@@ -68,13 +81,18 @@ HttpResponse http_post(const std::string& url, const std::map<std::string, std::
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &out.headers);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout_s * 1000));
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options.connect_timeout_s * 1000));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms(options.timeout_s));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms(options.connect_timeout_s));
+  if (options.cancel) {
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &options.cancel);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  }
   curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // whatever curl can decode
   CURLcode rc = curl_easy_perform(h);
   if (rc != CURLE_OK) {
     out.status = 0;
+    out.cancelled = rc == CURLE_ABORTED_BY_CALLBACK;
     out.transport_error = errbuf[0] ? std::string(errbuf) : curl_easy_strerror(rc);
     return out;
   }

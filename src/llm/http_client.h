@@ -1,6 +1,7 @@
 // HttpClient: one blocking HTTPS POST through libcurl. Reports transport failures as values.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -11,11 +12,15 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
   std::string transport_error;  // curl's description when status == 0
+  bool cancelled = false;       // `cancel` said stop: the transfer was abandoned (status 0)
 };
 
 struct HttpOptions {
-  double timeout_s = 600;
+  double timeout_s = 120;  // the whole request; must be > 0
   double connect_timeout_s = 20;
+  // Polled by libcurl's progress callback (several times a second while data moves, about once a
+  // second while the connection is idle): true abandons the transfer.
+  std::function<bool()> cancel;
 };
 
 // Posts `body` to `url` with `headers` ("Name: value" pairs). Thread-safe; one curl handle per

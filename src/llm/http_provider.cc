@@ -1,7 +1,10 @@
 #include "llm/http_provider.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <random>
@@ -39,41 +42,100 @@ std::string excerpt(const std::string& s, size_t n = 300) {
 
 }  // namespace
 
+Usage rough_usage_estimate(const ChatRequest& request, const json& reply_message) {
+  Usage u;
+  u.prompt_tokens =
+      static_cast<int64_t>(request.messages.dump().size() / 4 +
+                           (request.tools.empty() ? 0 : request.tools.dump().size() / 4));
+  u.completion_tokens = static_cast<int64_t>(reply_message.dump().size() / 4);
+  return u;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_left(Clock::time_point deadline) {
+  return std::chrono::duration<double>(deadline - Clock::now()).count();
+}
+
+// Waits `d` in slices of at most 100 ms, returning early (false) when `cancel` says stop.
+bool sleep_unless_cancelled(std::chrono::milliseconds d, const std::function<bool()>& cancel) {
+  const auto end = Clock::now() + d;
+  while (Clock::now() < end) {
+    if (cancel && cancel()) return false;
+    auto slice = std::min<Clock::duration>(end - Clock::now(), std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(slice);
+  }
+  return !(cancel && cancel());
+}
+
+}  // namespace
+
 ChatResult HttpProvider::chat(const ChatRequest& request) {
   ChatResult result;
   const std::string where = name_ + " " + url();
   const std::string body = format_->request_body(request).dump();
   std::map<std::string, std::string> headers = format_->headers(api_key_);
   for (const auto& [k, v] : config_.extra_headers) headers[k] = v;
-  HttpOptions options{config_.timeout_s, config_.connect_timeout_s};
-  auto sleep = config_.sleep ? config_.sleep
-                             : [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  const auto started = Clock::now();
+  const auto deadline =
+      started + std::chrono::duration_cast<Clock::duration>(
+                    std::chrono::duration<double>(std::max(0.001, config_.total_timeout_s)));
+  auto cancelled = [&] { return request.cancel && request.cancel(); };
+  auto interrupted = [&]() {
+    result.error = LlmError{ErrorKind::kInterrupted,
+                            where + ": interrupted after " + std::to_string(result.attempts) +
+                                " attempt(s); the request was abandoned",
+                            0};
+    return result;
+  };
 
   HttpResponse resp;
+  bool out_of_time = false;
   for (int retry = 0;; ++retry) {
+    if (cancelled()) return interrupted();
+    HttpOptions options{std::min(config_.timeout_s, seconds_left(deadline)),
+                        config_.connect_timeout_s, request.cancel};
     resp = http_post(url(), headers, body, options);
     result.attempts = retry + 1;
+    if (resp.cancelled || cancelled()) return interrupted();
     bool ok = resp.status >= 200 && resp.status < 300;
     bool retryable = resp.status == 0 || is_retryable_status(resp.status);
     if (ok || !retryable || retry >= config_.max_retries) break;
     double delay = retry_delay_s(retry, resp.headers, std::time(nullptr), config_.backoff_base_s,
                                  config_.backoff_max_s, config_.retry_after_max_s, jitter01());
+    // No attempt starts after the deadline, and a wait that would end past it is not begun.
+    if (delay + 0.5 >= seconds_left(deadline)) {
+      out_of_time = true;
+      break;
+    }
     spdlog::warn("{}: {}; retry {}/{} in {:.1f} s", where,
                  resp.status == 0 ? resp.transport_error : "HTTP " + std::to_string(resp.status),
                  retry + 1, config_.max_retries, delay);
-    sleep(std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)));
+    auto wait = std::chrono::milliseconds(static_cast<int64_t>(delay * 1000));
+    if (config_.sleep) {
+      config_.sleep(wait);
+    } else if (!sleep_unless_cancelled(wait, request.cancel)) {
+      return interrupted();
+    }
   }
+  const std::string gave_up =
+      out_of_time
+          ? fmt::format(" (gave up: the call's {:.0f} s total time bound)", config_.total_timeout_s)
+          : "";
 
   if (resp.status == 0) {
     result.error = LlmError{ErrorKind::kTransport,
                             where + ": no response after " + std::to_string(result.attempts) +
-                                " attempt(s): " + resp.transport_error,
+                                " attempt(s): " + resp.transport_error + gave_up,
                             0};
     return result;
   }
   if (resp.status < 200 || resp.status >= 300) {
     result.error =
         classify_http_error(resp.status, resp.body, where, config_.api_key_env, !api_key_.empty());
+    result.error->message += gave_up;
     return result;
   }
   json parsed = json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
@@ -95,6 +157,21 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
   result.message = std::move(reply.message);
   result.usage = reply.usage;
   result.finish_reason = reply.finish_reason;
+  if (!reply.usage_problems.empty()) {
+    // Usage that cannot be believed never reaches the budget: the runtime's estimate replaces it.
+    result.usage_estimated = true;
+    result.usage_problems = std::move(reply.usage_problems);
+    result.usage_reported = std::move(reply.usage_reported);
+    result.usage = config_.estimate_usage ? config_.estimate_usage(request, result.message)
+                                          : rough_usage_estimate(request, result.message);
+    result.usage.prompt_tokens = std::max<int64_t>(0, result.usage.prompt_tokens);
+    result.usage.completion_tokens = std::max<int64_t>(0, result.usage.completion_tokens);
+    result.usage.cache_read_tokens = result.usage.cache_write_tokens = 0;
+    std::string what;
+    for (const std::string& p : result.usage_problems) what += (what.empty() ? "" : "; ") + p;
+    spdlog::warn("{}: usage not used ({}); estimated {} prompt + {} completion tokens instead",
+                 where, what, result.usage.prompt_tokens, result.usage.completion_tokens);
+  }
   result.problems = check_tool_calls(result.message, request.tools);
   for (const auto& p : result.problems) spdlog::warn("{}: malformed reply: {}", where, p.message);
   std::optional<Price> price = config_.price ? config_.price : prices_.lookup(request.model);

@@ -1,6 +1,6 @@
-// HttpProvider: a Provider that speaks one WireFormat over HTTP, with timeouts, retries
-// (exponential backoff with jitter, honouring Retry-After on 429/5xx), typed errors, reply checks
-// and cost.
+// HttpProvider: a Provider that speaks one WireFormat over HTTP, with timeouts (per attempt and for
+// the whole call), retries (exponential backoff with jitter, honouring Retry-After on 429/5xx),
+// cancellation, typed errors, reply checks, usage checks and cost.
 #pragma once
 
 #include <memory>
@@ -29,5 +29,8 @@ class HttpProvider : public Provider {
   std::string api_key_;
   PriceTable prices_;
 };
+
+// The fallback UsageEstimator: 4 bytes of JSON per token, prompt and reply (pure).
+Usage rough_usage_estimate(const ChatRequest& request, const json& reply_message);
 
 }  // namespace marathon::llm

@@ -21,6 +21,12 @@ PolicyReply to_policy_reply(const llm::ChatResult& result, const std::string& pr
     error.attempts = result.attempts;
     reply.error = json(error);
   }
+  if (result.usage_estimated) {
+    events::LlmUsageRejected& w = reply.usage_rejected.emplace();
+    w.problems = result.usage_problems;
+    w.reported = result.usage_reported;
+    w.estimated = {result.usage.prompt_tokens, result.usage.completion_tokens};
+  }
   for (const auto& p : result.problems) {
     reply.problems.push_back(
         {{"tool_call_id", p.tool_call_id}, {"kind", p.kind}, {"message", p.message}});
@@ -35,6 +41,7 @@ PolicyReply LlmPolicy::next(const PolicyRequest& request) {
   chat.tools = request.tools;
   chat.max_tokens = options_.max_tokens;
   chat.temperature = options_.temperature;
+  chat.cancel = request.interrupted;
   return to_policy_reply(provider_->chat(chat), provider_->name(), chat.model);
 }
 

@@ -1,5 +1,7 @@
 #include "llm/openai_format.h"
 
+#include "llm/usage_check.h"
+
 namespace marathon::llm {
 
 std::string content_text(const json& content) {
@@ -91,12 +93,18 @@ ParsedReply OpenAiFormat::parse_reply(const json& body) const {
   r.finish_reason = finish;
   if (body.contains("usage") && body["usage"].is_object()) {
     const json& u = body["usage"];
-    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number()) {
-      r.usage.prompt_tokens = u["prompt_tokens"].get<int64_t>();
+    r.usage_reported = u;
+    for (const char* key : {"prompt_tokens", "completion_tokens"}) {
+      if (!u.contains(key) || u[key].is_null()) {
+        r.usage_problems.push_back(std::string("usage.") + key + " is missing");
+      }
     }
-    if (u.contains("completion_tokens") && u["completion_tokens"].is_number()) {
-      r.usage.completion_tokens = u["completion_tokens"].get<int64_t>();
-    }
+    r.usage.prompt_tokens = read_usage_count(u, "prompt_tokens", &r.usage_problems);
+    r.usage.completion_tokens = read_usage_count(u, "completion_tokens", &r.usage_problems);
+  } else {
+    r.usage_reported = body.contains("usage") ? body["usage"] : json();
+    r.usage_problems.push_back(body.contains("usage") ? "usage is not an object"
+                                                      : "the reply reports no usage");
   }
   return r;
 }

@@ -1,11 +1,14 @@
 #include "llm/pricing.h"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace marathon::llm {
 
 PriceTable::PriceTable() {
-  // List prices (USD per million tokens, input / output). Config overrides them.
+  // List prices (USD per million tokens, input / output; Anthropic's cache reads and writes at
+  // their own rates). Config overrides them.
   prices_ = {
       {"gpt-4o", {2.50, 10.00}},
       {"gpt-4o-mini", {0.15, 0.60}},
@@ -17,23 +20,47 @@ PriceTable::PriceTable() {
       {"gpt-5-nano", {0.05, 0.40}},
       {"o3", {2.00, 8.00}},
       {"o4-mini", {1.10, 4.40}},
-      {"claude-opus-4", {15.00, 75.00}},
-      {"claude-sonnet-4", {3.00, 15.00}},
-      {"claude-3-7-sonnet", {3.00, 15.00}},
-      {"claude-3-5-haiku", {0.80, 4.00}},
-      {"claude-haiku-4", {1.00, 5.00}},
+      {"claude-opus-4", anthropic_cache_rates({15.00, 75.00})},
+      {"claude-sonnet-4", anthropic_cache_rates({3.00, 15.00})},
+      {"claude-3-7-sonnet", anthropic_cache_rates({3.00, 15.00})},
+      {"claude-3-5-haiku", anthropic_cache_rates({0.80, 4.00})},
+      {"claude-haiku-4", anthropic_cache_rates({1.00, 5.00})},
   };
+}
+
+Price anthropic_cache_rates(Price p) {
+  if (p.cache_read_per_mtok < 0) p.cache_read_per_mtok = 0.1 * p.input_per_mtok;
+  if (p.cache_write_per_mtok < 0) p.cache_write_per_mtok = 1.25 * p.input_per_mtok;
+  return p;
+}
+
+Price price_from_json(const json& entry, const std::string& where) {
+  auto rate = [&](const char* key, bool required) -> double {
+    if (!entry.contains(key)) {
+      if (required) {
+        throw std::invalid_argument(where + ": expected {input = $/Mtok, output = $/Mtok}, " + key +
+                                    " is missing");
+      }
+      return -1;
+    }
+    const json& v = entry[key];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+      throw std::invalid_argument(where + "." + key +
+                                  ": expected a non-negative number of $/Mtok, got " + v.dump());
+    }
+    return v.get<double>();
+  };
+  if (!entry.is_object()) {
+    throw std::invalid_argument(where + ": expected {input = $/Mtok, output = $/Mtok}");
+  }
+  return Price{rate("input", true), rate("output", true), rate("cache_read", false),
+               rate("cache_write", false)};
 }
 
 void PriceTable::merge(const json& table) {
   if (!table.is_object()) throw std::invalid_argument("prices: expected a table of models");
   for (const auto& [model, entry] : table.items()) {
-    if (!entry.is_object() || !entry.contains("input") || !entry.contains("output") ||
-        !entry["input"].is_number() || !entry["output"].is_number()) {
-      throw std::invalid_argument("prices." + model +
-                                  ": expected {input = $/Mtok, output = $/Mtok}");
-    }
-    prices_[model] = {entry["input"].get<double>(), entry["output"].get<double>()};
+    prices_[model] = price_from_json(entry, "prices." + model);
   }
 }
 
@@ -56,8 +83,17 @@ std::optional<Price> PriceTable::lookup(const std::string& model) const {
 }
 
 double cost_usd(const Usage& usage, const Price& price) {
-  return (static_cast<double>(usage.prompt_tokens) * price.input_per_mtok +
-          static_cast<double>(usage.completion_tokens) * price.output_per_mtok) /
+  auto count = [](int64_t n) { return static_cast<double>(std::max<int64_t>(0, n)); };
+  auto rate = [](double r) { return std::isfinite(r) && r > 0 ? r : 0.0; };
+  const double read = count(usage.cache_read_tokens);
+  const double write = count(usage.cache_write_tokens);
+  const double uncached = std::max(0.0, count(usage.prompt_tokens) - read - write);
+  const double input = rate(price.input_per_mtok);
+  const double read_rate = price.cache_read_per_mtok < 0 ? input : rate(price.cache_read_per_mtok);
+  const double write_rate =
+      price.cache_write_per_mtok < 0 ? input : rate(price.cache_write_per_mtok);
+  return (uncached * input + read * read_rate + write * write_rate +
+          count(usage.completion_tokens) * rate(price.output_per_mtok)) /
          1e6;
 }
 

@@ -36,9 +36,14 @@ struct ReplyProblem {
   std::string message;
 };
 
+// Tokens of one call. prompt_tokens is everything the window held, cache reads and writes
+// included; the two cache counts (Anthropic's prompt caching) are the parts of it billed at their
+// own rates.
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  int64_t cache_read_tokens = 0;
+  int64_t cache_write_tokens = 0;
 };
 
 struct ChatRequest {
@@ -47,6 +52,9 @@ struct ChatRequest {
   json tools = json::array();     // OpenAI tools array
   int max_tokens = 4096;
   double temperature = 0.2;
+  // Polled while the call runs (during the transfer and between retries): true ends the call at
+  // once with ErrorKind::kInterrupted. Empty: never.
+  std::function<bool()> cancel;
 };
 
 struct ChatResult {
@@ -57,14 +65,27 @@ struct ChatResult {
   std::vector<ReplyProblem> problems;
   std::optional<LlmError> error;  // set: message/usage are empty
   int attempts = 0;               // HTTP attempts made (1 + retries)
+  // The reply's usage was missing or not believable (usage_check.h): `usage` and `cost_usd` are
+  // then the runtime's own estimate, `usage_problems` says what was wrong and `usage_reported`
+  // holds the usage object as the provider sent it (null when it sent none).
+  bool usage_estimated = false;
+  std::vector<std::string> usage_problems;
+  json usage_reported;
   bool ok() const { return !error.has_value(); }
 };
 
-// Dollars per million tokens.
+// Dollars per million tokens. A negative cache rate means "not set": those tokens are billed at
+// the input rate.
 struct Price {
   double input_per_mtok = 0;
   double output_per_mtok = 0;
+  double cache_read_per_mtok = -1;
+  double cache_write_per_mtok = -1;
 };
+
+// What the runtime thinks a call used when the provider's usage cannot be believed: the prompt as
+// sent and the reply as received. Only prompt_tokens and completion_tokens are filled in.
+using UsageEstimator = std::function<Usage(const ChatRequest& request, const json& reply_message)>;
 
 struct ProviderConfig {
   std::string provider;  // registry name: "openai", "anthropic", "vllm", ...
@@ -72,8 +93,11 @@ struct ProviderConfig {
   std::string base_url;  // empty: the provider's default
   std::string
       api_key_env;         // empty: the provider's default (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...)
-  double timeout_s = 600;  // whole request
+  double timeout_s = 120;  // one HTTP attempt, start to end (`--model-timeout`)
   double connect_timeout_s = 20;
+  // One chat() call, every attempt and every wait between them: no retry starts after it, and
+  // attempts and waits are cut short to end by it.
+  double total_timeout_s = 600;
   int max_retries = 6;  // on 429, 5xx and transport errors
   double backoff_base_s = 1.0;
   double backoff_max_s = 60.0;
@@ -81,8 +105,13 @@ struct ProviderConfig {
   std::optional<Price> price;           // this model's price, over any table
   std::map<std::string, Price> prices;  // by model-name prefix, over the built-in table
   std::map<std::string, std::string> extra_headers;
-  // How to wait between retries; tests inject a recorder. Default: std::this_thread::sleep_for.
+  // How to wait between retries; tests inject a recorder. Default: sleep in short slices, ending
+  // early when the request's `cancel` says so.
   std::function<void(std::chrono::milliseconds)> sleep;
+  // Replaces usage the provider did not report or that fails usage_check.h. Default: a crude
+  // 4-bytes-per-token count of the JSON sent and received (the runtime installs its own estimator
+  // from src/context).
+  UsageEstimator estimate_usage;
 };
 
 class Provider {

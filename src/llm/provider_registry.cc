@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 
 #include "llm/anthropic_format.h"
 #include "llm/http_provider.h"
 #include "llm/openai_format.h"
+#include "llm/pricing.h"
 
 namespace marathon::llm {
 
@@ -67,12 +69,13 @@ ProviderConfig provider_config_from_json(const json& t, const std::string& where
     }
     out = t[key].get<double>();
   };
-  auto price = [&](const json& p, const std::string& key) {
-    if (!p.is_object() || !p.contains("input") || !p.contains("output") ||
-        !p["input"].is_number() || !p["output"].is_number()) {
-      throw std::invalid_argument(key + ": expected {input = $/Mtok, output = $/Mtok}");
+  auto positive = [&](const char* key, double& out) {
+    if (!t.contains(key)) return;
+    if (!t[key].is_number() || !(t[key].get<double>() > 0) ||
+        !std::isfinite(t[key].get<double>())) {
+      throw std::invalid_argument(where + "." + key + ": expected a positive number of seconds");
     }
-    return Price{p["input"].get<double>(), p["output"].get<double>()};
+    out = t[key].get<double>();
   };
   std::string model;
   str("model", model);
@@ -83,19 +86,20 @@ ProviderConfig provider_config_from_json(const json& t, const std::string& where
   }
   str("base_url", c.base_url);
   str("api_key_env", c.api_key_env);
-  num("timeout_s", c.timeout_s);
-  num("connect_timeout_s", c.connect_timeout_s);
+  positive("timeout_s", c.timeout_s);
+  positive("connect_timeout_s", c.connect_timeout_s);
+  positive("total_timeout_s", c.total_timeout_s);
   num("backoff_base_s", c.backoff_base_s);
   num("backoff_max_s", c.backoff_max_s);
   num("retry_after_max_s", c.retry_after_max_s);
   double retries = c.max_retries;
   num("max_retries", retries);
   c.max_retries = static_cast<int>(retries);
-  if (t.contains("price")) c.price = price(t["price"], where + ".price");
+  if (t.contains("price")) c.price = price_from_json(t["price"], where + ".price");
   if (t.contains("prices")) {
     if (!t["prices"].is_object()) throw std::invalid_argument(where + ".prices: expected a table");
     for (const auto& [k, v] : t["prices"].items()) {
-      c.prices[k] = price(v, where + ".prices." + k);
+      c.prices[k] = price_from_json(v, where + ".prices." + k);
     }
   }
   return c;
@@ -119,6 +123,9 @@ std::unique_ptr<Provider> make_provider(ProviderConfig config) {
   std::unique_ptr<WireFormat> format;
   if (info->wire == "anthropic") {
     format = std::make_unique<AnthropicFormat>();
+    // Prices given without cache rates get Anthropic's (cache reads 0.1x, writes 1.25x input).
+    if (config.price) config.price = anthropic_cache_rates(*config.price);
+    for (auto& [prefix, p] : config.prices) p = anthropic_cache_rates(p);
   } else {
     format = std::make_unique<OpenAiFormat>(/*max_completion_tokens=*/info->name == "openai" &&
                                             config.base_url == info->default_base_url);

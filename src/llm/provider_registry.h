@@ -31,9 +31,11 @@ struct ModelSpec {
 ModelSpec parse_model_spec(const std::string& spec);
 
 // A ProviderConfig from a config table, e.g. the [llm] table of a run config:
-//   {"model": "openai:gpt-4o", "base_url": "...", "api_key_env": "...", "timeout_s": 600,
-//    "connect_timeout_s": 20, "max_retries": 6, "backoff_base_s": 1, "backoff_max_s": 60,
-//    "price": {"input": 2.5, "output": 10}, "prices": {"MODEL_PREFIX": {"input", "output"}}}
+//   {"model": "openai:gpt-4o", "base_url": "...", "api_key_env": "...", "timeout_s": 120,
+//    "connect_timeout_s": 20, "total_timeout_s": 600, "max_retries": 6, "backoff_base_s": 1,
+//    "backoff_max_s": 60, "price": {"input": 2.5, "output": 10, "cache_read"?, "cache_write"?},
+//    "prices": {"MODEL_PREFIX": {"input", "output", ...}}}
+// Timeouts must be positive (0 would mean "no limit" to libcurl).
 // Throws std::invalid_argument naming the key ("llm.timeout_s: expected a number").
 ProviderConfig provider_config_from_json(const json& table, const std::string& where = "llm");
 

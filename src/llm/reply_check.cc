@@ -39,7 +39,7 @@ std::vector<ReplyProblem> check_tool_calls(const json& message, const json& offe
                             "arguments of call " + id + " to '" + name +
                                 "' must be a JSON object, got " + parsed.type_name()});
       }
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // a syntax error, or a number out of range (1e400)
       problems.push_back(
           {id, "bad_arguments",
            "arguments of call " + id + " to '" + name + "' are not valid JSON: " + e.what()});

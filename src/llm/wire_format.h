@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "llm/provider.h"
 
@@ -11,9 +12,13 @@ namespace marathon::llm {
 
 // A 2xx body turned back into canonical form. `malformed` non-empty: the body is not what the
 // format promises (says what is missing or wrong); the other fields are then unusable.
+// `usage_problems` non-empty: the reply's usage is missing or not believable (usage_check.h) and
+// `usage` must not be used; `usage_reported` is the usage object as sent (null when absent).
 struct ParsedReply {
   json message = json::object();
   Usage usage;
+  std::vector<std::string> usage_problems;
+  json usage_reported;
   std::string finish_reason;
   std::string malformed;
 };

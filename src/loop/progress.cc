@@ -58,6 +58,16 @@ void TerminalProgress::on_event(const Event& e, const State& s) {
     auto p = payload_of<CompactionInstalled>(e);
     line = fmt::format("           compaction: {} ({} -> {} tokens)", to_string(p.outcome),
                        p.scope.tokens_before, p.tokens_after);
+  } else if (is<CompactionCut>(e)) {
+    auto p = payload_of<CompactionCut>(e);
+    line = fmt::format(
+        "           compaction: cut {} message(s) too large for the window "
+        "({} -> {} tokens)",
+        p.cuts.size(), p.scope.tokens_before, p.tokens_after);
+  } else if (is<LlmUsageRejected>(e)) {
+    auto p = payload_of<LlmUsageRejected>(e);
+    line = fmt::format("           usage not believed, estimated instead: {}",
+                       one_line(json(p.problems).dump(), 100));
   } else if (is<RunPaused>(e)) {
     auto p = payload_of<RunPaused>(e);
     line = fmt::format("           {}: {} {}", e.type, p.reason, one_line(p.message, 100));

@@ -55,6 +55,7 @@ events::RunCreated run_created_payload(const TaskSpec& task, const NewRunOptions
   if (!o.base_url.empty()) config["base_url"] = o.base_url;
   if (!o.api_key_env.empty()) config["api_key_env"] = o.api_key_env;
   if (o.context_window) config["context_window"] = *o.context_window;
+  if (o.model_timeout_s) config["model_timeout_s"] = *o.model_timeout_s;
   p.task_dir = config["task_dir"].get<std::string>();
   p.config = std::move(config);
 
@@ -90,7 +91,7 @@ std::unique_ptr<EventStore> create_run(const TaskSpec& task, const NewRunOptions
   return store;
 }
 
-std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state) {
+std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state, const json& config) {
   RunDir dir = existing_run_dir(run_dir);
   auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kOpen);
   *state = fold(store->read());
@@ -98,7 +99,10 @@ std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state) {
     throw StoreError(fmt::format("{}: the log holds no run.created event", store->path()));
   }
   if (state->done) return nullptr;
-  store->append(make_event(events::RunResumed{"resume"}));
+  events::RunResumed resumed;
+  resumed.reason = "resume";
+  if (config.is_object()) resumed.config = config;
+  apply(*state, store->append(make_event(resumed)));
   std::error_code ec;
   fs::create_directories(dir.workspace(), ec);
   materialize_workspace(*store, state->workspace, dir.workspace(), /*remove_others=*/true);

@@ -29,6 +29,7 @@ struct NewRunOptions {
   std::optional<double> max_gpu_s;
   std::optional<double> target;
   std::optional<int64_t> context_window;
+  std::optional<double> model_timeout_s;  // one HTTP attempt of a model call (--model-timeout)
   int goal_auto_pause_turns = 5;       // goal turns without progress before the goal pauses itself
   json extra_config = json::object();  // merged into config (e.g. replay's source run)
 };
@@ -45,6 +46,9 @@ std::unique_ptr<EventStore> create_run(const TaskSpec& task, const NewRunOptions
 // Opens an existing run for the runner: checks it, appends run.resumed and rewrites the workspace
 // exactly as the log says (files the log does not know are removed). Returns nullptr, with the
 // folded state in *state, when the run has already finished (nothing is appended then).
-std::unique_ptr<EventStore> reopen_run(const std::filesystem::path& run_dir, State* state);
+// `config` (e.g. {"model_timeout_s": 60} from `resume --model-timeout`) is logged in run.resumed
+// and overrides those keys of the run's config from then on; *state includes it.
+std::unique_ptr<EventStore> reopen_run(const std::filesystem::path& run_dir, State* state,
+                                       const json& config = json::object());
 
 }  // namespace marathon

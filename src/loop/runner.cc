@@ -158,7 +158,7 @@ std::optional<RunReport> Runner::check_stops() {
     return RunReport{RunOutcome::kFinished, reason};
   };
   if (hooks_.interrupted && hooks_.interrupted()) {
-    return pause("interrupted", "stopped by SIGINT; `marathon resume` carries on");
+    return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
   }
   if (state_.goal.status == GoalStatus::kPaused) {
     return pause("goal_paused",
@@ -346,19 +346,28 @@ std::optional<RunReport> Runner::start_goal_turn() {
   return std::nullopt;
 }
 
-void Runner::compact(bool overflow) {
+bool Runner::compact(context::Force force, bool cuts_only) {
   Timer t(&stats_.compaction_s);
-  context::CompactionPlan plan =
-      context::plan_compaction(*prompt_cache_, state_, events_,
-                               overflow ? context::Force::kOverflow : context::Force::kNone);
-  if (!plan.needed()) return;
   context::ContextIO io;
   io.append = [this](const NewEvent& e) { return append({e}).front(); };
   io.put_blob = [this](const std::string& bytes) { return store_.put_blob(bytes); };
   io.get_blob = [this](const std::string& sha) { return store_.get_blob(sha); };
-  // run_compaction reads the state, the events and the cache only before its first append; the
-  // appends update state_ and events_ (the cache reads them at its next update).
-  context::run_compaction(*prompt_cache_, plan, state_, events_, &policy_, io);
+  io.interrupted = hooks_.interrupted;
+  bool appended = false;
+  // A cut (a unit too large for the window) is followed, in the same step, by whatever the
+  // regular stages then find to do.
+  for (int round = 0; round < 2; ++round) {
+    context::CompactionPlan plan = context::plan_compaction(*prompt_cache_, state_, events_, force);
+    if (!plan.needed()) break;
+    if (cuts_only && plan.action != context::CompactionPlan::Action::kCut) break;
+    // run_compaction reads the state, the events and the cache only before its first append; the
+    // appends update state_ and events_ (the cache reads them at its next update).
+    context::CompactionResult r =
+        context::run_compaction(*prompt_cache_, plan, state_, events_, &policy_, io);
+    appended = appended || !r.appended.empty();
+    if (plan.action != context::CompactionPlan::Action::kCut) break;
+  }
+  return appended;
 }
 
 bool Runner::stop_or_note_due(const BudgetUsed& used) const {
@@ -374,14 +383,36 @@ bool Runner::stop_or_note_due(const BudgetUsed& used) const {
 }
 
 std::optional<RunReport> Runner::ask_policy() {
-  // Planning reads the prompt cache (O(units), no walk over the log), so it runs every step.
-  if (!turns_.request_pending()) compact(false);
+  // Planning reads the prompt cache (O(units), no walk over the log), so it runs every step. While
+  // a request is pending (a runner stopped during the call) the same prompt is sent again, unless
+  // it holds a unit too large for the window: that is cut first and the new prompt logged.
+  const bool pending = turns_.request_pending();
+  bool compacted = compact(context::Force::kNone, /*cuts_only=*/pending);
   context::Prompt prompt;
   {
     Timer t(&stats_.prompt_s);
     prompt = context::build_prompt(*prompt_cache_, state_, events_);
   }
-  if (!turns_.request_pending()) {
+  if (prompt.tokens_estimate > context_config_.hard_tokens()) {
+    // Nothing is ever sent above the hard threshold: compact as hard as an overflow would, once.
+    if (compact(context::Force::kOverHard, false)) {
+      compacted = true;
+      Timer t(&stats_.prompt_s);
+      prompt = context::build_prompt(*prompt_cache_, state_, events_);
+    }
+    if (prompt.tokens_estimate > context_config_.hard_tokens()) {
+      prompt_cache_->give_back(std::move(prompt.messages));
+      std::string why = fmt::format(
+          "the prompt is {} tokens (estimate) even after compaction, over the hard threshold of "
+          "{} ({} x a {}-token window); nothing was sent. Raise --context-window if the model "
+          "has a larger one",
+          prompt.tokens_estimate, context_config_.hard_tokens(), context_config_.hard_threshold,
+          context_config_.context_window);
+      append({make_event(RunPaused{"context_overflow", why})});
+      return RunReport{RunOutcome::kFailed, "context_overflow"};
+    }
+  }
+  if (!pending || compacted) {
     ModelRequest req;
     req.turn = turns_.goal_turn();
     req.prompt_sha = prompt.sha256;
@@ -390,7 +421,8 @@ std::optional<RunReport> Runner::ask_policy() {
     append({make_event(req)});
   }
   // Lent to the request, not copied, and taken back after the call.
-  PolicyRequest request{std::move(prompt.messages), std::move(tools_json_), &state_};
+  PolicyRequest request{std::move(prompt.messages), std::move(tools_json_), &state_,
+                        hooks_.interrupted};
   PolicyReply reply;
   try {
     Timer t(&stats_.policy_s);
@@ -402,6 +434,14 @@ std::optional<RunReport> Runner::ask_policy() {
   tools_json_ = std::move(request.tools);
   // The next prompt extends these messages instead of copying every one again.
   prompt_cache_->give_back(std::move(request.messages));
+  std::optional<ModelError> reply_error;
+  if (reply.error) reply_error = reply.error->get<ModelError>();
+  if (reply_error && reply_error->kind == LlmErrorKind::kInterrupted) {
+    // A signal cut the call short: no response is logged, the request stays pending (resume sends
+    // it again) and the next iteration pauses the run.
+    spdlog::info("model call interrupted; pausing");
+    return std::nullopt;
+  }
   ModelResponse response;
   response.message = normalise_assistant_message(reply.message, state_.turns);
   response.usage = {reply.prompt_tokens, reply.completion_tokens};
@@ -409,8 +449,18 @@ std::optional<RunReport> Runner::ask_policy() {
   response.provider = reply.provider;
   response.model = reply.model;
   response.finish_reason = reply.finish_reason;
-  if (reply.error) response.error = reply.error->get<ModelError>();
+  response.error = std::move(reply_error);
   if (reply.problems.is_array()) response.problems = reply.problems;
+  // The response, preceded by a warning when its usage is the runtime's estimate.
+  std::vector<NewEvent> batch;
+  if (reply.usage_rejected) {
+    response.usage_estimated = true;
+    LlmUsageRejected w = *reply.usage_rejected;
+    w.provider = reply.provider;
+    w.model = reply.model;
+    batch.push_back(make_event(w));
+  }
+  batch.push_back(make_event(response));
   if (!reply.error) {
     context_retry_used_ = false;
     // The response and its first call's tool.started go in one transaction (one fsync): both must
@@ -421,20 +471,20 @@ std::optional<RunReport> Runner::ask_policy() {
     sync();
     BudgetUsed used = state_.used;
     used.model_calls += 1;
-    used.prompt_tokens += reply.prompt_tokens;
-    used.completion_tokens += reply.completion_tokens;
-    used.cost_usd += reply.cost_usd;
+    add_model_spend(used, static_cast<double>(reply.prompt_tokens),
+                    static_cast<double>(reply.completion_tokens), reply.cost_usd);
     used.wall_s = wall_s();
     if (calls.empty() || stop_or_note_due(used)) {
-      append({make_event(response)});
+      append(std::move(batch));
       return std::nullopt;
     }
     PreparedCall first = prepare_call(calls.front(), turns_.responses() + 1);
-    std::vector<Event> stored = append({make_event(response), first.started});
+    batch.push_back(first.started);
+    std::vector<Event> stored = append(std::move(batch));
     execute_call(first, stored.back());
     return std::nullopt;
   }
-  append({make_event(response)});
+  append(std::move(batch));
 
   const ModelError& error = *response.error;
   const std::string& kind = error.kind_text;
@@ -442,7 +492,7 @@ std::optional<RunReport> Runner::ask_policy() {
   spdlog::warn("model call failed ({}): {}", kind, message);
   if (error.kind == LlmErrorKind::kContextLength && !context_retry_used_) {
     context_retry_used_ = true;
-    compact(true);
+    compact(context::Force::kOverflow, false);
     return std::nullopt;  // the next iteration asks again with the compacted prompt
   }
   if (is_permanent(error.kind)) {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "context/compaction.h"
 #include "context/context_config.h"
 #include "context/prompt_cache.h"
 #include "core/event_store.h"
@@ -97,7 +98,9 @@ class Runner {
   };
 
   std::vector<Event> append(std::vector<NewEvent> batch);
-  void compact(bool overflow);
+  // Plans and runs compaction (cuts_only: only a cut of a unit too large for the window); true
+  // when it appended anything.
+  bool compact(context::Force force, bool cuts_only);
   bool stop_or_note_due(const BudgetUsed& used) const;
   PreparedCall prepare_call(const LoggedToolCall& call, int64_t turn);
   void execute_call(const PreparedCall& call, const Event& started);

@@ -6,19 +6,25 @@
 //    "tool_call_id": "..."}                                                         // tool
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "core/event.h"
+#include "core/events.h"
 #include "core/state.h"
 
 namespace marathon {
 
 struct PolicyRequest {
   json messages = json::array();  // the assembled prompt
-  json tools = json::array();     // OpenAI "tools" array: [{"type":"function","function":{name,description,parameters}}]
+  json tools = json::array();     // OpenAI "tools" array:
+                                  // [{"type":"function","function":{name,description,parameters}}]
   const State* state = nullptr;   // the folded state the prompt was built from
+  // Polled while the policy waits (a model call): true means stop now. The policy then returns an
+  // error of kind "interrupted" and the loop logs no response (the request stays pending).
+  std::function<bool()> interrupted;
 };
 
 struct PolicyReply {
@@ -26,16 +32,21 @@ struct PolicyReply {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   double cost_usd = 0;
-  std::string provider;       // "openai", "anthropic", "search", "replay"
+  std::string provider;  // "openai", "anthropic", "search", "replay"
   std::string model;
   std::string finish_reason;  // "stop", "tool_calls", "length", ...
   // Set when the call failed in a way the loop must handle (kind: "context_length", "auth",
-  // "not_found", "malformed", "transport", "rate_limited_exhausted", "bad_request"); message says what and where.
+  // "not_found", "malformed", "transport", "rate_limited_exhausted", "bad_request"); message says
+  // what and where.
   std::optional<json> error;
-  // Parts of a successful reply the loop must not act on as-is (tool call with unparsable arguments,
-  // unknown tool name): [{tool_call_id, kind, message}]. The loop logs them and answers each call
-  // with its message as a tool error.
+  // Parts of a successful reply the loop must not act on as-is (tool call with unparsable
+  // arguments, unknown tool name): [{tool_call_id, kind, message}]. The loop logs them and answers
+  // each call with its message as a tool error.
   json problems = json::array();
+  // Set when the provider's usage was missing or not believable and the token counts and cost
+  // above are the runtime's estimate. The loop logs it as llm.usage_rejected (it fills in the
+  // provider and model).
+  std::optional<events::LlmUsageRejected> usage_rejected;
 };
 
 class Policy {

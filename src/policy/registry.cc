@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
+#include "context/token_estimate.h"
 #include "llm/llm_policy.h"
 #include "llm/provider_registry.h"
 #include "policy/replay_policy.h"
@@ -37,6 +40,22 @@ std::unique_ptr<Policy> make_llm(const State& state) {
   pc.model = m.model;
   pc.base_url = c.value("base_url", "");
   pc.api_key_env = c.value("api_key_env", "");
+  // --model-timeout (run.created config, or the latest `resume --model-timeout`): one HTTP
+  // attempt; the retries of one call share a bound of 600 s or two attempts, whichever is longer.
+  pc.timeout_s = model_timeout_s(c);
+  pc.total_timeout_s = std::max(600.0, 2 * pc.timeout_s);
+  if (c.contains("model_total_timeout_s") && c["model_total_timeout_s"].is_number() &&
+      c["model_total_timeout_s"].get<double>() > 0) {
+    pc.total_timeout_s = c["model_total_timeout_s"].get<double>();
+  }
+  // Usage a provider did not report, or reported as nonsense, is replaced by the context
+  // module's estimate of the prompt as sent and the reply as received.
+  pc.estimate_usage = [](const llm::ChatRequest& request, const json& reply) {
+    llm::Usage u;
+    u.prompt_tokens = context::estimate_request_tokens(request.messages, request.tools);
+    u.completion_tokens = context::estimate_message_tokens(reply);
+    return u;
+  };
   const json prices = state.task.value("prices", json::object());
   if (prices.is_object() && prices.contains(spec) && prices[spec].is_object()) {
     pc.price = llm::Price{prices[spec].value("prompt", 0.0), prices[spec].value("completion", 0.0)};
@@ -45,6 +64,15 @@ std::unique_ptr<Policy> make_llm(const State& state) {
 }
 
 }  // namespace
+
+double model_timeout_s(const json& config) {
+  if (config.is_object() && config.contains("model_timeout_s") &&
+      config["model_timeout_s"].is_number()) {
+    double t = config["model_timeout_s"].get<double>();
+    if (t > 0 && std::isfinite(t)) return t;
+  }
+  return kDefaultModelTimeoutS;
+}
 
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyOptions& o) {
   if (name == "llm") {

@@ -21,6 +21,12 @@ struct PolicyOptions {
 
 const std::vector<std::string>& policy_names();
 
+// One HTTP attempt of a model call when the run sets no `model_timeout_s` (`--model-timeout`).
+inline constexpr double kDefaultModelTimeoutS = 120;
+
+// The run config's model_timeout_s when it is a positive number, else kDefaultModelTimeoutS.
+double model_timeout_s(const json& config);
+
 // Throws std::invalid_argument naming the policy and the valid names, or saying what the chosen
 // policy lacks (e.g. llm without a model).
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyOptions& options);

@@ -1,23 +1,19 @@
-// File reads and writes for the workspace tools, with errors as text, and the workspace.written
-// event a write implies.
+// What the workspace tools share: the workspace of a call as a ConfinedDir (core/confined_dir.h,
+// every path confined beneath it, no link out followed, special files refused), the
+// workspace.written event a write implies, and the size limit.
 #pragma once
 
-#include <filesystem>
 #include <optional>
 #include <string>
 
+#include "core/confined_dir.h"
 #include "core/event.h"
 #include "tools/tool.h"
 
 namespace marathon {
 
-// The whole file, or nullopt with `error` set ("no such file", "is a directory", "larger than").
-std::optional<std::string> read_whole_file(const std::filesystem::path& path, size_t max_bytes,
-                                           std::string* error);
-
-// Creates parent directories, then writes without following a symlink at the final component.
-bool write_whole_file(const std::filesystem::path& path, const std::string& bytes,
-                      std::string* error);
+// ctx.workspace opened for confined access; nullopt with *error set when it cannot be opened.
+std::optional<ConfinedDir> open_workspace(const ToolContext& ctx, std::string* error);
 
 // A NUL byte in the first 8 KiB.
 bool looks_binary(const std::string& bytes);

@@ -38,7 +38,8 @@ void validate(const json& v, const json& s, const std::string& where,
     } else if (t.is_array()) {
       for (const json& one : t) {
         if (one.is_string() && has_type(v, one.get<std::string>())) ok = true;
-        expected += (expected.empty() ? "" : " or ") + one.get<std::string>();
+        expected += (expected.empty() ? "" : " or ") +
+                    (one.is_string() ? one.get<std::string>() : one.dump());
       }
     } else {
       ok = true;
@@ -63,11 +64,12 @@ void validate(const json& v, const json& s, const std::string& where,
     }
   }
   if (v.is_string()) {
-    size_t n = v.get_ref<const std::string&>().size();
-    if (s.contains("minLength") && s["minLength"].is_number() && n < s["minLength"].get<size_t>()) {
+    // Compared as doubles: a bound no size_t holds (negative, 1e300) is then still a bound.
+    double n = static_cast<double>(v.get_ref<const std::string&>().size());
+    if (s.contains("minLength") && s["minLength"].is_number() && n < s["minLength"].get<double>()) {
       errors.push_back(where + ": shorter than " + s["minLength"].dump() + " characters");
     }
-    if (s.contains("maxLength") && s["maxLength"].is_number() && n > s["maxLength"].get<size_t>()) {
+    if (s.contains("maxLength") && s["maxLength"].is_number() && n > s["maxLength"].get<double>()) {
       errors.push_back(where + ": longer than " + s["maxLength"].dump() + " characters");
     }
   }

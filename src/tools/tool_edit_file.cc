@@ -4,7 +4,6 @@
 
 #include "tools/file_io.h"
 #include "tools/tool_error.h"
-#include "tools/workspace_path.h"
 
 namespace marathon {
 namespace {
@@ -31,11 +30,11 @@ class EditFileTool : public Tool {
     std::string path = args["path"].get<std::string>();
     const std::string& old_s = args["old_string"].get_ref<const std::string&>();
     const std::string& new_s = args["new_string"].get_ref<const std::string&>();
-    WorkspacePath wp = resolve_workspace_path(ctx.workspace, path);
-    if (!wp.ok()) return tool_error(wp.error);
     std::string error;
-    auto bytes = read_whole_file(wp.absolute, kMaxFileBytes, &error);
-    if (!bytes) return tool_error("edit_file " + path + ": " + error);
+    std::optional<ConfinedDir> ws = open_workspace(ctx, &error);
+    if (!ws) return tool_error("edit_file: " + error);
+    FsResult<std::string> bytes = ws->read(path, kMaxFileBytes);
+    if (!bytes.ok()) return tool_error("edit_file " + bytes.error().message());
     std::vector<size_t> at;
     for (size_t p = bytes->find(old_s); p != std::string::npos; p = bytes->find(old_s, p + 1)) {
       at.push_back(p);
@@ -56,14 +55,18 @@ class EditFileTool : public Tool {
                         "); include more surrounding text so that it matches exactly once");
     }
     std::string updated = bytes->substr(0, at[0]) + new_s + bytes->substr(at[0] + old_s.size());
-    if (!write_whole_file(wp.absolute, updated, &error)) {
-      return tool_error("edit_file " + path + ": " + error);
+    if (updated.size() > kMaxFileBytes) {
+      return tool_error("edit_file " + path + ": the result would be " +
+                        std::to_string(updated.size()) + " bytes, more than the limit of " +
+                        std::to_string(kMaxFileBytes));
     }
+    FsResult<std::string> written = ws->write(path, updated);
+    if (!written.ok()) return tool_error("edit_file " + written.error().message());
     size_t line = 1 + std::count(bytes->begin(), bytes->begin() + at[0], '\n');
     ToolResult r;
-    r.output = "edited " + wp.relative + " at line " + std::to_string(line) + " (" +
+    r.output = "edited " + *written + " at line " + std::to_string(line) + " (" +
                std::to_string(bytes->size()) + " -> " + std::to_string(updated.size()) + " bytes)";
-    r.events.push_back(workspace_written(wp.relative, updated, ctx));
+    r.events.push_back(workspace_written(*written, updated, ctx));
     return r;
   }
 };

@@ -3,9 +3,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "core/eval_result.h"
 #include "eval/evaluator.h"
 #include "eval/result_cache.h"
@@ -46,14 +43,6 @@ std::string metrics_text(const json& m) {
     s += fmt::format("{}{}={}", s.empty() ? "" : ", ", k, v.is_number() ? num(v) : v.dump());
   }
   return s;
-}
-
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("cannot read {}", p.string()));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -110,17 +99,26 @@ class EvaluateTool : public Tool {
     TaskSpec task = task_of_run(s);
     std::string strategy = args.value("strategy", "");
 
-    // The candidate is what is on disk; files changed behind the log's back are logged first.
-    std::map<std::string, std::string> disk = eval::editable_files(task, ctx.workspace);
-    for (const auto& [path, sha] : disk) {
-      auto it = s.workspace.find(path);
-      if (it != s.workspace.end() && it->second == sha) continue;
-      std::string bytes = read_bytes(ctx.workspace / path);
-      ctx.put_blob(bytes);
+    // The candidate is what is on disk, read without following links; a candidate that is not
+    // one or more regular files is refused before anything is logged, looked up or run.
+    std::vector<eval::CandidateFile> files = eval::read_candidate(task, ctx.workspace);
+    std::string refusal = eval::candidate_refusal(task, files);
+    if (!refusal.empty()) {
+      r.ok = false;
+      r.output = "evaluate refused: " + refusal;
+      return r;
+    }
+    // Files changed behind the log's back (by `run`) are logged first.
+    std::map<std::string, std::string> disk;
+    for (const eval::CandidateFile& f : files) {
+      disk[f.path] = f.hash_value;
+      auto it = s.workspace.find(f.path);
+      if (it != s.workspace.end() && it->second == f.hash_value) continue;
+      ctx.put_blob(f.bytes);
       events::WorkspaceWritten w;
-      w.path = path;
-      w.sha = sha;
-      w.size = static_cast<int64_t>(bytes.size());
+      w.path = f.path;
+      w.sha = f.hash_value;
+      w.size = static_cast<int64_t>(f.bytes.size());
       w.source = events::WorkspaceWritten::kSync;
       r.events.push_back(make_event(w));
     }

@@ -3,6 +3,8 @@
 // evaluation is never paid twice, also across resume). The effect is one eval.finished event
 // {candidate, cache_key, cached, status, result, elapsed_s, gpu_s, strategy}, preceded by
 // workspace.written events for editable files changed on disk behind the log's back (by `run`).
+// The candidate is read without following links (eval::read_candidate); one with no editable file,
+// or with an editable entry that is a link or special file, is refused with nothing logged.
 #pragma once
 
 #include <memory>

@@ -6,10 +6,8 @@
 
 #include "tools/file_io.h"
 #include "tools/tool_error.h"
-#include "tools/workspace_path.h"
 
 namespace marathon {
-namespace fs = std::filesystem;
 namespace {
 
 constexpr int kDefaultMatches = 100;
@@ -52,40 +50,35 @@ class GrepTool : public Tool {
     } catch (const std::regex_error& e) {
       return tool_error("grep: invalid regular expression '" + pattern + "': " + e.what());
     }
-    WorkspacePath wp = resolve_workspace_path(ctx.workspace, path);
-    if (!wp.ok()) return tool_error(wp.error);
-    std::error_code ec;
-    fs::path root = fs::canonical(ctx.workspace, ec);
-    std::vector<fs::path> files;
-    if (fs::is_regular_file(wp.absolute, ec)) {
-      files.push_back(wp.absolute);
-    } else if (fs::is_directory(wp.absolute, ec)) {
-      auto opts = fs::directory_options::skip_permission_denied;
-      for (auto it = fs::recursive_directory_iterator(wp.absolute, opts, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->path().filename() == ".git") {
-          it.disable_recursion_pending();
-          continue;
-        }
-        if (!it->is_regular_file()) continue;
-        if (!glob.empty() && fnmatch(glob.c_str(), it->path().filename().c_str(), 0) != 0) continue;
-        // A symlink to a file outside the workspace is not followed.
-        auto rel = it->path().lexically_relative(root).generic_string();
-        if (!resolve_workspace_path(ctx.workspace, rel).ok()) continue;
-        files.push_back(it->path());
-      }
-    } else {
+    std::string error;
+    std::optional<ConfinedDir> ws = open_workspace(ctx, &error);
+    if (!ws) return tool_error("grep: " + error);
+    FsResult<FileInfo> at = ws->stat(path);
+    if (!at.ok()) return tool_error("grep " + at.error().message());
+    std::vector<std::string> files;  // resolved, relative to the workspace, sorted by the walk
+    if (at->kind == EntryKind::kFile) {
+      files.push_back(at->path);
+    } else if (at->kind == EntryKind::kDir) {
+      // Like grep -r: links met on the way are not followed, in or out of the workspace.
+      FsResult<size_t> walked = ws->walk(at->path, [&](const FileInfo& e) {
+        std::string name = e.path.substr(e.path.rfind('/') + 1);
+        if (e.kind == EntryKind::kDir) return name != ".git";
+        if (e.kind != EntryKind::kFile) return false;
+        if (glob.empty() || fnmatch(glob.c_str(), name.c_str(), 0) == 0) files.push_back(e.path);
+        return false;
+      });
+      if (!walked.ok()) return tool_error("grep " + walked.error().message());
+    } else if (at->kind == EntryKind::kMissing) {
       return tool_error("grep " + path + ": no such file or folder");
+    } else {
+      return tool_error("grep " + path + ": is a " + describe(at->kind) + ", not searched");
     }
-    std::sort(files.begin(), files.end());
     ToolResult r;
     int matches = 0;
     bool more = false;
-    for (const auto& f : files) {
-      std::string error;
-      auto bytes = read_whole_file(f, kMaxFileBytes, &error);
-      if (!bytes || looks_binary(*bytes)) continue;
-      std::string rel = f.lexically_relative(root).generic_string();
+    for (const std::string& rel : files) {
+      FsResult<std::string> bytes = ws->read(rel, kMaxFileBytes, Links::kNone);
+      if (!bytes.ok() || looks_binary(*bytes)) continue;
       size_t line_no = 0;
       for (size_t b = 0; b < bytes->size() && !more;) {
         size_t e = bytes->find('\n', b);
@@ -106,7 +99,7 @@ class GrepTool : public Tool {
       }
       if (more) break;
     }
-    if (matches == 0) r.output = "no matches for /" + pattern + "/ in " + wp.relative + "\n";
+    if (matches == 0) r.output = "no matches for /" + pattern + "/ in " + at->path + "\n";
     if (more) {
       r.output += "[stopped at " + std::to_string(max_matches) +
                   " matches; narrow the pattern, path or glob]\n";

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 
+#include "tools/file_io.h"
 #include "tools/tool_error.h"
-#include "tools/workspace_path.h"
 
 namespace marathon {
-namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kMaxEntries = 500;
@@ -31,42 +30,34 @@ class ListFilesTool : public Tool {
   ToolResult run(const json& args, ToolContext& ctx) override {
     std::string path = args.value("path", ".");
     bool recursive = args.value("recursive", true);
-    WorkspacePath wp = resolve_workspace_path(ctx.workspace, path);
-    if (!wp.ok()) return tool_error(wp.error);
-    std::error_code ec;
-    if (!fs::is_directory(wp.absolute, ec)) {
+    std::string error;
+    std::optional<ConfinedDir> ws = open_workspace(ctx, &error);
+    if (!ws) return tool_error("list_files: " + error);
+    FsResult<FileInfo> at = ws->stat(path);
+    if (!at.ok()) return tool_error("list_files " + at.error().message());
+    if (at->kind != EntryKind::kDir) {
       return tool_error("list_files " + path + ": not a folder" +
-                        (fs::exists(wp.absolute, ec) ? " (use read_file)" : " (no such path)"));
+                        (at->kind == EntryKind::kMissing ? " (no such path)" : " (use read_file)"));
     }
-    fs::path root = fs::canonical(ctx.workspace, ec);
     std::vector<std::string> entries;
     size_t total = 0;
-    auto visit = [&](const fs::directory_entry& e) {
-      std::string rel = e.path().lexically_relative(root).generic_string();
+    // Links are listed with their text and never entered, whatever they point to.
+    FsResult<size_t> walked = ws->walk(at->path, [&](const FileInfo& e) {
       ++total;
-      if (entries.size() >= kMaxEntries) return;
-      std::error_code e2;
-      if (e.is_symlink(e2)) {
-        entries.push_back(rel + " -> " + fs::read_symlink(e.path(), e2).string());
-      } else if (e.is_directory(e2)) {
-        entries.push_back(rel + "/");
-      } else {
-        entries.push_back(rel + "  (" + std::to_string(e.file_size(e2)) + " bytes)");
+      if (entries.size() < kMaxEntries) {
+        if (e.kind == EntryKind::kLink) {
+          entries.push_back(e.path + " -> " + e.link_target);
+        } else if (e.kind == EntryKind::kDir) {
+          entries.push_back(e.path + "/");
+        } else if (e.kind == EntryKind::kFile) {
+          entries.push_back(e.path + "  (" + std::to_string(e.size) + " bytes)");
+        } else {
+          entries.push_back(e.path + "  (" + describe(e.kind) + ")");
+        }
       }
-    };
-    auto opts = fs::directory_options::skip_permission_denied;
-    if (recursive) {
-      for (auto it = fs::recursive_directory_iterator(wp.absolute, opts, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->path().filename() == ".git") it.disable_recursion_pending();
-        visit(*it);
-      }
-    } else {
-      for (auto it = fs::directory_iterator(wp.absolute, opts, ec);
-           !ec && it != fs::directory_iterator(); it.increment(ec)) {
-        visit(*it);
-      }
-    }
+      return recursive && e.path.substr(e.path.rfind('/') + 1) != ".git";
+    });
+    if (!walked.ok()) return tool_error("list_files " + walked.error().message());
     std::sort(entries.begin(), entries.end());
     ToolResult r;
     for (const auto& e : entries) r.output += e + "\n";

@@ -2,7 +2,6 @@
 
 #include "tools/file_io.h"
 #include "tools/tool_error.h"
-#include "tools/workspace_path.h"
 
 namespace marathon {
 namespace {
@@ -32,11 +31,14 @@ class ReadFileTool : public Tool {
   ToolResult run(const json& args, ToolContext& ctx) override {
     ToolResult r;
     std::string path = args["path"].get<std::string>();
-    WorkspacePath wp = resolve_workspace_path(ctx.workspace, path);
-    if (!wp.ok()) return tool_error(wp.error);
     std::string error;
-    auto bytes = read_whole_file(wp.absolute, kMaxFileBytes, &error);
-    if (!bytes) return tool_error("read_file " + path + ": " + error);
+    std::optional<ConfinedDir> ws = open_workspace(ctx, &error);
+    if (!ws) return tool_error("read_file: " + error);
+    FsResult<std::string> bytes = ws->read(path, kMaxFileBytes);
+    if (!bytes.ok()) {
+      std::string hint = bytes.error().reason == "is a folder" ? " (use list_files)" : "";
+      return tool_error("read_file " + bytes.error().message() + hint);
+    }
     if (looks_binary(*bytes)) {
       return tool_error("read_file " + path + ": binary file (" + std::to_string(bytes->size()) +
                         " bytes); not shown");

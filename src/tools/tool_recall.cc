@@ -12,9 +12,10 @@ class RecallTool : public Tool {
  public:
   std::string name() const override { return "recall"; }
   std::string description() const override {
-    return "Read back a tool output that was elided from your context: the prompt shows it as "
-           "`[output elided: recall(seq=N)]`; pass that seq. Long outputs come in pages: pass "
-           "`offset` (bytes) for the next one.";
+    return "Read back a tool output that was elided from your context (the prompt shows it as "
+           "`[output elided: recall(seq=N)]`), or the whole of a reply or output that was cut to "
+           "fit the context window (the note on the cut names its seq); pass that seq. Long "
+           "texts come in pages: pass `offset` (bytes) for the next one.";
   }
   json parameters() const override {
     return {{"type", "object"},
@@ -46,11 +47,16 @@ class RecallTool : public Tool {
       return r;
     }
     const Event& e = found.front();
+    if (is<events::ModelResponse>(e) && payload_of<events::ModelResponse>(e).purpose.empty()) {
+      // A reply the prompt shows cut to fit the window: the whole of it, from the log.
+      r.output = recall_page_of(seq, "the model's reply", reply_text(e.payload), offset);
+      return r;
+    }
     if (!is<events::ToolFinished>(e)) {
       r.ok = false;
       r.output = fmt::format(
-          "recall: seq {} is a {} event, not a tool output; pass the seq shown in "
-          "`[output elided: recall(seq=N)]`",
+          "recall: seq {} is a {} event, not a tool output or a model reply; pass the seq shown "
+          "in `[output elided: recall(seq=N)]` or in a note on a cut",
           seq, e.type);
       return r;
     }
@@ -72,8 +78,42 @@ class RecallTool : public Tool {
 
 }  // namespace
 
+std::string reply_text(const json& payload) {
+  const json& m = payload.contains("message") && payload.at("message").is_object()
+                      ? payload.at("message")
+                      : json::object();
+  std::string out;
+  if (m.contains("content") && m.at("content").is_string()) {
+    out = m.at("content").get<std::string>();
+  }
+  if (m.contains("tool_calls") && m.at("tool_calls").is_array()) {
+    const json& calls = m.at("tool_calls");
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const json& c = calls[i];
+      if (!c.is_object()) continue;
+      const json& f = c.contains("function") && c.at("function").is_object() ? c.at("function") : c;
+      std::string args;
+      if (f.contains("arguments")) {
+        args = f.at("arguments").is_string() ? f.at("arguments").get<std::string>()
+                                             : f.at("arguments").dump();
+      }
+      out += fmt::format(
+          "{}[tool call {} of {}: {} (id {}), arguments:]\n{}", out.empty() ? "" : "\n", i + 1,
+          calls.size(),
+          f.contains("name") && f.at("name").is_string() ? f.at("name").get<std::string>() : "?",
+          c.contains("id") && c.at("id").is_string() ? c.at("id").get<std::string>() : "?", args);
+    }
+  }
+  return out;
+}
+
 std::string recall_page(int64_t seq, const std::string& tool_name, const std::string& full,
                         size_t offset, size_t page_bytes) {
+  return recall_page_of(seq, "output of " + tool_name, full, offset, page_bytes);
+}
+
+std::string recall_page_of(int64_t seq, const std::string& what, const std::string& full,
+                           size_t offset, size_t page_bytes) {
   if (offset >= full.size() && !(offset == 0 && full.empty())) {
     return fmt::format("recall(seq={}): offset {} is past the end ({} bytes)", seq, offset,
                        full.size());
@@ -83,7 +123,7 @@ std::string recall_page(int64_t seq, const std::string& tool_name, const std::st
          (static_cast<unsigned char>(full[end]) & 0xC0) == 0x80) {
     --end;  // keep UTF-8 sequences whole
   }
-  std::string head = fmt::format("recall(seq={}): output of {}", seq, tool_name);
+  std::string head = fmt::format("recall(seq={}): {}", seq, what);
   if (offset > 0 || end < full.size()) {
     head += fmt::format(", bytes {}..{} of {}", offset, end, full.size());
   }

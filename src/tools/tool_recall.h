@@ -1,6 +1,8 @@
-// `recall`: reads back a tool output that compaction elided from the prompt. The prompt shows an
-// elided output as `[output elided: recall(seq=N)]`; recall(seq=N) returns that tool.finished
-// output from the log (the uncapped blob when the tool kept one), a page at a time.
+// `recall`: reads back what compaction took out of the prompt. The prompt shows an elided output as
+// `[output elided: recall(seq=N)]`, and a reply or output cut to fit the window with a note naming
+// its seq; recall(seq=N) returns that tool.finished output (the uncapped blob when the tool kept
+// one) or that model.response's reply (its text and every tool call's arguments) from the log, a
+// page at a time.
 #pragma once
 
 #include <cstdint>
@@ -20,5 +22,12 @@ std::unique_ptr<Tool> make_recall_tool();
 // `offset` where to start. Says which part it is and how to get the next one.
 std::string recall_page(int64_t seq, const std::string& tool_name, const std::string& full,
                         size_t offset, size_t page_bytes = kRecallPageBytes);
+// The same with the head line's description of the text given (e.g. "the model's reply").
+std::string recall_page_of(int64_t seq, const std::string& what, const std::string& full,
+                           size_t offset, size_t page_bytes = kRecallPageBytes);
+
+// A model.response payload's reply as recall shows it: the text, then each tool call with its
+// name, id and arguments (pure).
+std::string reply_text(const json& payload);
 
 }  // namespace marathon

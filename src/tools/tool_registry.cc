@@ -47,7 +47,7 @@ std::optional<json> parse_tool_arguments(const std::string& tool, const std::str
       return std::nullopt;
     }
     return j;
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number out of range (1e400)
     *error =
         "arguments of " + tool + " are not valid JSON (" + e.what() + "); send one JSON object";
     return std::nullopt;

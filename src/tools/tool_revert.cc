@@ -2,22 +2,17 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <fstream>
+#include "core/confined_dir.h"
 
 namespace marathon {
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr size_t kMinPrefix = 6;
 
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::error_code ec;
-  fs::create_directories(p.parent_path(), ec);
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw std::runtime_error(fmt::format("cannot write {}", p.string()));
+// Whether the workspace already holds exactly these bytes at `path` as a regular file.
+bool holds(const ConfinedDir& ws, const std::string& path, const std::string& bytes) {
+  FsResult<std::string> disk = ws.read(path, bytes.size(), Links::kNone);
+  return disk.ok() && *disk == bytes;
 }
 
 class RevertTool : public Tool {
@@ -60,12 +55,42 @@ class RevertTool : public Tool {
       return r;
     }
     const auto& snapshot = s.candidates.at(matches[0]);
+    FsResult<ConfinedDir> ws = ConfinedDir::open(ctx.workspace);
+    if (!ws.ok()) {
+      r.ok = false;
+      r.output = "error: " + ws.error().message();
+      return r;
+    }
+    // Files are put back as the log has them: no link in the workspace is followed, and a link
+    // standing where a file or folder of the candidate goes is replaced (the link, not its
+    // target). Deletions come first so that a folder of the candidate may take a file's place.
+    std::vector<std::string> failed;
     int written = 0, deleted = 0;
+    for (const auto& [path, sha] : s.workspace) {
+      if (snapshot.count(path)) continue;
+      FsResult<bool> gone = ws->remove(path);
+      if (!gone.ok() && gone.error().reason != "is a folder") {
+        failed.push_back(gone.error().message());
+        continue;
+      }
+      events::WorkspaceWritten w;
+      w.path = path;
+      w.deleted = true;
+      w.source = events::WorkspaceWritten::kRevert;
+      r.events.push_back(make_event(w));
+      ++deleted;
+    }
     for (const auto& [path, sha] : snapshot) {
+      std::string bytes = ctx.get_blob(sha);
+      if (!holds(*ws, path, bytes)) {  // also when the log agrees but `run` changed the disk
+        FsResult<std::string> w = ws->write(path, bytes, WriteLinks::kReplace);
+        if (!w.ok()) {
+          failed.push_back(w.error().message());
+          continue;
+        }
+      }
       auto cur = s.workspace.find(path);
       if (cur != s.workspace.end() && cur->second == sha) continue;
-      std::string bytes = ctx.get_blob(sha);
-      write_file(ctx.workspace / path, bytes);
       events::WorkspaceWritten w;
       w.path = path;
       w.sha = sha;
@@ -74,16 +99,15 @@ class RevertTool : public Tool {
       r.events.push_back(make_event(w));
       ++written;
     }
-    for (const auto& [path, sha] : s.workspace) {
-      if (snapshot.count(path)) continue;
-      std::error_code ec;
-      fs::remove(ctx.workspace / path, ec);
-      events::WorkspaceWritten w;
-      w.path = path;
-      w.deleted = true;
-      w.source = events::WorkspaceWritten::kRevert;
-      r.events.push_back(make_event(w));
-      ++deleted;
+    if (!failed.empty()) {
+      r.ok = false;
+      std::string list;
+      for (const std::string& f : failed) list += "\n  " + f;
+      r.output = fmt::format(
+          "error: workspace partly reverted to candidate {}: {} file(s) restored, {} deleted; "
+          "not restored:{}",
+          matches[0].substr(0, 12), written, deleted, list);
+      return r;
     }
     r.output = fmt::format("workspace reverted to candidate {}: {} file(s) restored, {} deleted",
                            matches[0].substr(0, 12), written, deleted);

@@ -2,23 +2,27 @@
 
 #include <cstdio>
 
-#include "tools/sandbox.h"
+#include "eval/evaluator.h"
 #include "tools/tool_error.h"
 
 namespace marathon {
 
 std::string cap_output(const std::string& output, size_t total_bytes, size_t cap,
-                       const std::string& blob_sha) {
+                       const std::string& blob_sha, bool blob_whole) {
   if (total_bytes <= cap && output.size() == total_bytes) return output;
   size_t half = cap / 2;
   std::string head = output.substr(0, std::min(half, output.size()));
   std::string tail = output.size() > half
                          ? output.substr(output.size() - std::min(half, output.size() - half))
                          : "";
-  size_t elided = total_bytes - head.size() - tail.size();
+  size_t shown = head.size() + tail.size();
+  size_t elided = total_bytes > shown ? total_bytes - shown : 0;
   std::string note = "\n[... " + std::to_string(elided) + " of " + std::to_string(total_bytes) +
                      " bytes not shown";
-  note += blob_sha.empty() ? "" : "; full output kept as blob " + blob_sha;
+  if (!blob_sha.empty()) {
+    note += blob_whole ? "; full output kept as blob " + blob_sha
+                       : "; its head and tail kept as blob " + blob_sha;
+  }
   note += " ...]\n";
   return head + note + tail;
 }
@@ -49,16 +53,24 @@ class RunTool : public Tool {
   }
 
   ToolResult run(const json& args, ToolContext& ctx) override {
-    SandboxOptions so;
-    so.workspace = ctx.workspace;
-    so.timeout_s = args.value("timeout_s", o_.default_timeout_s);
+    sandbox::LaunchSpec so;
+    so.profile = sandbox::Profile::kRun;
+    if (o_.isolation) so.isolation = *o_.isolation;
+    so.argv = {"/bin/sh", "-c", args["command"].get<std::string>()};
+    so.writable = {ctx.workspace};
+    so.cwd = ctx.workspace;
+    so.python = eval::default_python();
     so.gpu = o_.gpu;
     so.bwrap = o_.bwrap;
-    SandboxResult s = run_sandboxed(so, args["command"].get<std::string>());
-    if (!s.setup_error.empty()) return tool_error("run: " + s.setup_error);
+    so.timeout_s = args.value("timeout_s", o_.default_timeout_s);
+    so.merge_stderr = true;
+    so.out_head = o_.stored_head;
+    so.out_tail = o_.stored_tail;
+    sandbox::LaunchResult s = sandbox::launch(so);
+    if (!s.started) return tool_error("run: " + s.setup_error);
     ToolResult r;
-    bool capped = s.output_bytes > o_.output_cap;
-    if (capped && ctx.put_blob) r.full_output_sha = ctx.put_blob(s.output);
+    bool capped = s.out_bytes > o_.output_cap;
+    if (capped && ctx.put_blob) r.full_output_sha = ctx.put_blob(s.out);
     std::string status;
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.1f s", s.elapsed_s);
@@ -75,8 +87,8 @@ class RunTool : public Tool {
       status = "exit code " + std::to_string(s.exit_code) + " after " + secs;
       r.ok = s.exit_code == 0;
     }
-    r.output =
-        status + "\n" + cap_output(s.output, s.output_bytes, o_.output_cap, r.full_output_sha);
+    r.output = status + "\n" +
+               cap_output(s.out, s.out_bytes, o_.output_cap, r.full_output_sha, !s.out_truncated);
     return r;
   }
 

@@ -2,7 +2,6 @@
 
 #include "tools/file_io.h"
 #include "tools/tool_error.h"
-#include "tools/workspace_path.h"
 
 namespace marathon {
 namespace {
@@ -31,15 +30,14 @@ class WriteFileTool : public Tool {
       return tool_error("write_file " + path + ": " + std::to_string(content.size()) +
                         " bytes is more than the limit of " + std::to_string(kMaxFileBytes));
     }
-    WorkspacePath wp = resolve_workspace_path(ctx.workspace, path);
-    if (!wp.ok()) return tool_error(wp.error);
     std::string error;
-    if (!write_whole_file(wp.absolute, content, &error)) {
-      return tool_error("write_file " + path + ": " + error);
-    }
+    std::optional<ConfinedDir> ws = open_workspace(ctx, &error);
+    if (!ws) return tool_error("write_file: " + error);
+    FsResult<std::string> written = ws->write(path, content);
+    if (!written.ok()) return tool_error("write_file " + written.error().message());
     ToolResult r;
-    r.output = "wrote " + std::to_string(content.size()) + " bytes to " + wp.relative;
-    r.events.push_back(workspace_written(wp.relative, content, ctx));
+    r.output = "wrote " + std::to_string(content.size()) + " bytes to " + *written;
+    r.events.push_back(workspace_written(*written, content, ctx));
     return r;
   }
 };

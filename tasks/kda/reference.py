@@ -28,8 +28,8 @@ FAMILIES = {
     "moderate decay": "g = -softplus(N(0,1)) (down to about -5)",
     "strong decay": "mild g with 1% of the entries at -10^U(1,3) (down to -1000) and 5% of the steps "
     "at -30 in every channel",
-    "weak decay, correlated keys": "g = logsigmoid(N(0,1)) / 10 and positive keys |N(0,1)|, unit-norm "
-    "(pairwise cosine about 0.64)",
+    "weak decay, correlated keys": "g = logsigmoid(N(0,1)) / 10 and keys N(1,1), unit-norm: a shared "
+    "positive direction, pairwise cosine about 0.5",
     "beta 0/1": "mild g, beta exactly 0 or 1",
 }
 
@@ -51,7 +51,7 @@ def shapes(gpu: bool) -> list[dict]:
             _shape("B2 T20 H1 D32 +state", 2, 20, 1, 32, init=True, final=True, family="moderate decay"),
             _shape("B1 T70 H1 D32", 1, 70, 1, 32),
             _shape("B1 T100 H2 D32 +state", 1, 100, 2, 32, init=True, final=True, family="strong decay"),
-            _shape("B1 T200 H1 D32", 1, 200, 1, 32, final=True, family="weak decay, correlated keys"),
+            _shape("B1 T200 H2 D32", 1, 200, 2, 32, final=True, family="weak decay, correlated keys"),
             _shape("B1 T40 H1 D32", 1, 40, 1, 32, final=True, family="beta 0/1"),
             _shape("B1 T1 H1 D32 +state", 1, 1, 1, 32, init=True, final=True, family="strong decay"),
         ]
@@ -85,7 +85,7 @@ def make_inputs(shape: dict, seed: int, device) -> dict:
     q = randn(B, T, H, K, dtype=torch.bfloat16)
     k = randn(B, T, H, K)
     if family == "weak decay, correlated keys":
-        k = k.abs()
+        k = k + 1.0
     k = F.normalize(k, dim=-1).to(torch.bfloat16)
     v = randn(B, T, H, V, dtype=torch.bfloat16)
     x = randn(B, T, H, K)

@@ -51,7 +51,8 @@ TEST(EvalResultSchema, WhatToJsonWritesIsInTheSchema) {
   r.failure = "f";
   r.error = "e";
   r.figures = {{"x", 1}};
-  const json& props = schema().at("properties");
+  const json s = schema();
+  const json& props = s.at("properties");
   const json written = to_json(r);
   for (const auto& [k, v] : written.items()) EXPECT_TRUE(props.contains(k)) << k;
 }

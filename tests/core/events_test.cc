@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -205,13 +206,20 @@ std::string read_text(const std::string& path) {
 TEST(Events, DocsListEveryTypeWithItsVersion) {
   std::string doc = read_text(std::string(MARATHON_SOURCE_DIR) + "/docs/event-log.md");
   ASSERT_FALSE(doc.empty());
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   for (const TypeInfo& t : all_types()) {
-    std::string row = "| `" + std::string(t.name) + "` | " + std::to_string(t.version) + " |";
-    EXPECT_NE(doc.find(row), std::string::npos) << "docs/event-log.md has no row " << row;
+    std::string row_start = "| `" + std::string(t.name) + "` | " + std::to_string(t.version) + " |";
+    size_t at = doc.find(row_start);
+    ASSERT_NE(at, std::string::npos) << "docs/event-log.md has no row " << row_start;
+    const std::string row = doc.substr(at, doc.find('\n', at) - at);
     for (const std::string& f : t.fields) {
-      std::string name = f.substr(0, f.find_first_of("?{ ("));
-      EXPECT_NE(doc.find("`" + name), std::string::npos)
-          << "docs/event-log.md does not name " << t.name << " field " << name;
+      std::string name = f.substr(0, f.find_first_of("?{[ ("));
+      bool named = false;
+      for (size_t i = row.find(name); i != std::string::npos && !named; i = row.find(name, i + 1)) {
+        const size_t end = i + name.size();
+        named = (i == 0 || !is_word(row[i - 1])) && (end == row.size() || !is_word(row[end]));
+      }
+      EXPECT_TRUE(named) << "the docs/event-log.md row of " << t.name << " does not name " << name;
     }
   }
 }

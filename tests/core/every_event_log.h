@@ -124,6 +124,8 @@ inline std::vector<NewEvent> every_event_log() {
       make_event(events::GoalChanged::kType, {{"verb", "resume"}, {"progress", "half way"}}),
       make_event(events::RunResumed::kType, {{"reason", "user"}}),
       make_event(events::RunResumed::kType, {{"reason", "crash"}}),
+      make_event(events::SandboxDisabled::kType,
+                 {{"reason", "bubblewrap cannot create the sandbox"}, {"command", "resume"}}),
       make_event(events::GoalChanged::kType,
                  {{"verb", "set"}, {"objective", "beat 3x"}, {"target", 3.0}}),
       make_event("some.future_type", {{"x", 1}}),

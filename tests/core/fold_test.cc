@@ -277,6 +277,21 @@ TEST(Fold, PauseAndBudgetWarnings) {
   EXPECT_EQ(s.budget_warnings, std::vector<std::string>{"tool_calls"});
 }
 
+TEST(Fold, UnsandboxedSessionsAreRecordedWithTheLastReason) {
+  State s =
+      Log()
+          .created()
+          .add(events::SandboxDisabled::kType,
+               {{"reason", "no user namespaces"}, {"command", "run"}})
+          .add(events::RunResumed::kType, {{"reason", "resume"}})
+          .add(events::SandboxDisabled::kType, {{"reason", "requested"}, {"command", "resume"}})
+          .fold();
+  EXPECT_EQ(s.sandbox_disabled, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(s.sandbox_disabled_reason, "requested");
+  EXPECT_EQ(to_json(s)["sandbox"]["enabled"], false);
+  EXPECT_EQ(to_json(Log().created().fold())["sandbox"]["enabled"], true);
+}
+
 TEST(Fold, UnknownEventTypesAreIgnored) {
   State s = Log().created().add("future.thing", {{"x", 1}}).fold();
   EXPECT_EQ(s.last_seq, 2);
@@ -298,6 +313,42 @@ TEST(Fold, MalformedPayloadNamesSeqTypeAndField) {
                std::invalid_argument);
   EXPECT_THROW(Log().add(events::GoalChanged::kType, {{"verb", "explode"}}).fold(),
                std::invalid_argument);
+}
+
+// Converting a count no int64 holds is undefined: such a payload is malformed
+// (tests/fuzz/corpus/fold_events/regression-count-out-of-range.jsonl).
+TEST(Fold, CountOutOfInt64RangeIsMalformedNamingTheField) {
+  Log l;
+  l.add(events::RunCreated::kType, {{"run_id", "r"}, {"budget", {{"max_tool_calls", 1e300}}}});
+  try {
+    l.fold();
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("max_tool_calls' is out of range"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(Log().add(events::ModelRequest::kType, {{"turn", -1e19}}).fold(),
+               std::invalid_argument);
+  EXPECT_THROW(Log().add(events::RunForked::kType, {{"run_id", "r"}, {"at_seq", 9.3e18}}).fold(),
+               std::invalid_argument);
+  EXPECT_EQ(Log().add(events::ModelRequest::kType, {{"turn", -9.2e18}}).fold().last_goal_turn,
+            static_cast<int64_t>(-9.2e18));
+}
+
+// The time between two far-apart recorded_at values must not overflow
+// (tests/fuzz/corpus/fold_events/regression-extreme-recorded-at.jsonl).
+TEST(Fold, WallTimeBetweenExtremeTimestampsDoesNotOverflow) {
+  Log l;
+  l.add(events::RunCreated::kType, {{"run_id", "r"}});
+  l.add(events::RunPaused::kType, json::object());
+  std::vector<Event> events = l.events();
+  events[0].recorded_at_us = INT64_MIN;
+  events[1].recorded_at_us = INT64_MAX;
+  State s = fold(events);
+  EXPECT_DOUBLE_EQ(s.used.wall_s, 18446744073709.551615);
+  events[1].recorded_at_us = INT64_MIN;  // a clock that went back: no time, not negative
+  events[0].recorded_at_us = INT64_MAX;
+  EXPECT_EQ(fold(events).used.wall_s, 0);
 }
 
 TEST(Fold, ForkRecordsNewRunId) {

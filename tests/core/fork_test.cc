@@ -2,6 +2,7 @@
 #include "core/fork.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "cli_runner.h"
 #include "core/event_store.h"
@@ -88,6 +89,59 @@ TEST(Workspace, MissingBlobAndEscapingPathAreRefused) {
   EXPECT_FALSE(is_safe_relative_path("a/../../b"));
   EXPECT_FALSE(is_safe_relative_path("a//b"));
   EXPECT_TRUE(is_safe_relative_path("src/kernel.cc"));
+}
+
+TEST(Workspace, MaterializeOverPlantedLinksWritesAndDeletesNothingOutside) {
+  TempDir d;
+  RunDir r = make_run(d);
+  auto s = EventStore::open(r.events_db().string(), EventStore::Mode::kReadOnly);
+  fs::path host = d.path() / "host";
+  fs::create_directories(host);
+  testing::write_file(host / "a.cc", "host file");
+  testing::write_file(host / "keep.txt", "host keep");
+  fs::path ws = d.path() / "ws";
+  fs::create_directories(ws);
+  // What a model's `run` can leave: the logged file as a link out, the logged folder as a link to
+  // a host folder, an unlogged link to a host file, and a FIFO.
+  fs::create_symlink(host / "a.cc", ws / "a.cc");
+  fs::create_symlink(host, ws / "sub");
+  fs::create_symlink(host / "keep.txt", ws / "extra");
+  ASSERT_EQ(::mkfifo((ws / "fifo").c_str(), 0644), 0);
+  materialize_workspace(*s, workspace_at(*s, 3), ws, /*remove_others=*/true);
+  EXPECT_EQ(read_file(host / "a.cc"), "host file");
+  EXPECT_EQ(read_file(host / "keep.txt"), "host keep");
+  EXPECT_FALSE(fs::exists(host / "b.h"));
+  EXPECT_FALSE(fs::is_symlink(ws / "a.cc"));
+  EXPECT_EQ(read_file(ws / "a.cc"), "int v1;");
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(ws / "sub")));
+  EXPECT_EQ(read_file(ws / "sub/b.h"), "#pragma once");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(ws / "extra")));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(ws / "fifo")));
+}
+
+TEST(Workspace, MaterializeWithoutRemovingStillReplacesLinksInTheWay) {
+  TempDir d;
+  RunDir r = make_run(d);
+  auto s = EventStore::open(r.events_db().string(), EventStore::Mode::kReadOnly);
+  fs::path host = d.path() / "host";
+  fs::create_directories(host);
+  fs::path ws = d.path() / "ws";
+  fs::create_directories(ws);
+  fs::create_symlink(host, ws / "sub");
+  materialize_workspace(*s, workspace_at(*s, 3), ws);
+  EXPECT_TRUE(fs::is_empty(host));
+  EXPECT_EQ(read_file(ws / "sub/b.h"), "#pragma once");
+}
+
+TEST(Workspace, AFolderWhereTheLogHasAFileIsClearedOnResume) {
+  TempDir d;
+  RunDir r = make_run(d);
+  auto s = EventStore::open(r.events_db().string(), EventStore::Mode::kReadOnly);
+  fs::path ws = d.path() / "ws";
+  fs::create_directories(ws / "a.cc/inner");
+  EXPECT_THROW(materialize_workspace(*s, workspace_at(*s, 3), ws), StoreError);
+  materialize_workspace(*s, workspace_at(*s, 3), ws, /*remove_others=*/true);
+  EXPECT_EQ(read_file(ws / "a.cc"), "int v1;");
 }
 
 TEST(Workspace, CandidateHashIsOrderFreeAndContentSensitive) {

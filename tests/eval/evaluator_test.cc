@@ -7,6 +7,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <thread>
 
 namespace marathon::eval {
@@ -139,39 +141,61 @@ TEST_F(ScriptTask, MissingCommandIsNonzeroExit127) {
   EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("cannot execute ./does-not-exist"));
 }
 
-// True once /proc says the process is gone or a zombie.
-bool process_ended(pid_t pid) {
-  for (int i = 0; i < 100; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text;
-    if (!stat || !std::getline(stat, text)) return true;
-    auto close = text.rfind(')');
-    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z')
-      return true;
+// A sleep length unique to this test process, to find its processes in /proc afterwards (the
+// evaluator's own pids are those of its PID namespace).
+std::string sleep_mark(int n) {
+  return "3000." + std::to_string(getpid() % 100000) + std::to_string(n);
+}
+
+// True once no live process has `needle` in its command line (waits up to 10 s: the kernel tears
+// a PID namespace down asynchronously).
+bool no_process_with(const std::string& needle) {
+  for (int i = 0; i < 200; ++i) {
+    bool found = false;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      std::ifstream in(e.path() / "cmdline", std::ios::binary);
+      std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      for (char& c : cmd) c = c == '\0' ? ' ' : c;
+      found = found || cmd.find(needle) != std::string::npos;
+    }
+    if (!found) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
 }
 
 TEST_F(ScriptTask, TimeoutKillsASleepingGrandchild) {
-  EvalOutcome o = run("sleep 300 &\necho $! > grandchild.pid\nwait", /*timeout_s=*/1);
+  std::string mark = sleep_mark(1);
+  EvalOutcome o = run("sleep " + mark + " &\nwait", /*timeout_s=*/1);
   EXPECT_EQ(o.status, EvalStatus::kTimeout);
   EXPECT_EQ(o.result["error_kind"], "timeout");
   EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("did not finish within 1 s"));
-  std::ifstream in(dir_ / "grandchild.pid");
-  pid_t gc = 0;
-  ASSERT_TRUE(in >> gc);
-  EXPECT_TRUE(process_ended(gc)) << "grandchild " << gc << " survived the timeout";
+  EXPECT_TRUE(no_process_with("sleep " + mark)) << "the grandchild survived the timeout";
 }
 
 TEST_F(ScriptTask, StragglersAreKilledWhenTheEvaluatorExits) {
-  EvalOutcome o =
-      run(std::string("sleep 300 > /dev/null 2>&1 &\necho $! > straggler.pid\n") + kGood);
+  std::string mark = sleep_mark(2), detached = sleep_mark(3);
+  EvalOutcome o = run("sleep " + mark + " > /dev/null 2>&1 &\nsetsid sleep " + detached +
+                      " > /dev/null 2>&1 &\n" + kGood);
   EXPECT_EQ(o.status, EvalStatus::kOk) << o.result.dump();
-  std::ifstream in(dir_ / "straggler.pid");
-  pid_t s = 0;
-  ASSERT_TRUE(in >> s);
-  EXPECT_TRUE(process_ended(s)) << "straggler " << s << " outlived its evaluator";
+  EXPECT_TRUE(no_process_with("sleep " + mark)) << "a straggler outlived its evaluator";
+  EXPECT_TRUE(no_process_with("sleep " + detached)) << "a setsid straggler outlived it";
+}
+
+TEST_F(ScriptTask, TheEvaluatorSeesNoSecretAndCannotWriteTheTaskOrCandidate) {
+  setenv("OPENAI_API_KEY", "sk-evaluator-leak", 1);
+  EvalOutcome o = run(
+      "touch starter/kernel.cc.new 2>/dev/null && echo candidate-writable\n"
+      "touch task.toml.new 2>/dev/null && echo task-writable\n"
+      "env | grep -c sk-evaluator-leak >&2\n"
+      "cat /proc/1/environ | tr '\\0' '\\n' | grep sk-evaluator-leak >&2\n" +
+      std::string(kGood));
+  unsetenv("OPENAI_API_KEY");
+  ASSERT_EQ(o.status, EvalStatus::kOk) << o.result.dump();
+  EXPECT_EQ(o.stderr_tail.find("sk-evaluator-leak"), std::string::npos) << o.stderr_tail;
+  EXPECT_FALSE(fs::exists(dir_ / "starter" / "kernel.cc.new"));
+  EXPECT_FALSE(fs::exists(dir_ / "task.toml.new"));
 }
 
 TEST_F(ScriptTask, HugeOutputIsCappedNotFatal) {
@@ -191,6 +215,33 @@ TEST(ParseResult, WholeStdoutMayBeAPrettyPrintedObject) {
   EXPECT_EQ((*r)["log"], "");
 }
 
+// The candidate controls stdout: quoting bytes that are not UTF-8 must not throw
+// (tests/fuzz/corpus/eval_result/regression-invalid-utf8-stdout.txt).
+TEST(ParseResult, InvalidUtf8OnStdoutIsQuotedReplacedNotThrown) {
+  const std::string out = "{\"schema_version\": 1, \"me\x8brics\": []";
+  std::string err;
+  EXPECT_FALSE(parse_result(out, &err).has_value());
+  EXPECT_THAT(err, HasSubstr("stdout began: "));
+  EXPECT_THAT(err, HasSubstr("me\xEF\xBF\xBDrics"));  // U+FFFD
+  marathon::sandbox::LaunchResult p;
+  p.started = true;
+  p.exit_code = 0;
+  p.out = out;
+  EvalOutcome o = classify(p, 10);
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("no JSON object on stdout"));
+}
+
+// The log quotes stderr: bytes that are not UTF-8 would make the result throw wherever it is dumped
+// (`marathon eval --json`) (tests/fuzz/corpus/eval_result/regression-invalid-utf8-stderr.txt).
+TEST_F(ScriptTask, StderrThatIsNotUtf8IsLoggedWithReplacements) {
+  EvalOutcome o = run("printf 'oops \\377\\n' >&2; exit 3");
+  EXPECT_EQ(o.status, EvalStatus::kNonzeroExit);
+  std::string dumped;
+  EXPECT_NO_THROW(dumped = o.result.dump());
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("oops \xEF\xBF\xBD"));
+}
+
 TEST(ParseResult, ViolationsMustBeStrings) {
   std::string err;
   auto r =
@@ -199,5 +250,72 @@ TEST(ParseResult, ViolationsMustBeStrings) {
   EXPECT_THAT(err, HasSubstr("\"violations\" must be an array of strings"));
 }
 
+// Evaluator output that is not valid UTF-8 (a candidate's binary print, a cut-off character):
+// the evaluation is kept, its text decoded leniently, and the result can always be logged.
+TEST_F(ScriptTask, InvalidUtf8InTheResultIsDecodedLenientlyAndTheScoreKept) {
+  EvalOutcome o = run(
+      R"(printf '{"schema_version": 1, "correct": true, "score": 3.5, "log": "bad \377\300 bytes"}\n')");
+  ASSERT_EQ(o.status, EvalStatus::kOk)
+      << o.result.dump(-1, ' ', false, json::error_handler_t::replace);
+  EXPECT_EQ(o.result["score"], 3.5);
+  EXPECT_EQ(o.result["log"], "bad \xEF\xBF\xBD\xEF\xBF\xBD bytes");
+  EXPECT_NO_THROW(o.result.dump());  // what the event log writes
+}
+
+TEST_F(ScriptTask, InvalidUtf8GarbageAndStderrStillGiveALoggableOutcome) {
+  EvalOutcome o = run(R"(printf 'Traceback \377\376 broke\n'; printf 'err \377\n' >&2)");
+  EXPECT_EQ(o.status, EvalStatus::kInvalidOutput);
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("Traceback \xEF\xBF\xBD"));
+  EXPECT_THAT(o.result["log"].get<std::string>(), HasSubstr("err \xEF\xBF\xBD"));
+  EXPECT_NO_THROW(o.result.dump());
+  EXPECT_NO_THROW(json(o.stderr_tail).dump());
+}
+
+TEST(ParseResult, QuoteOfLongOutputNeverSplitsACharacter) {
+  // 199 ASCII bytes, then a 2-byte character that the 200-byte quote cuts in half.
+  std::string out = std::string(199, 'x') + "\xC3\xA9" + " and more";
+  std::string err;
+  EXPECT_FALSE(parse_result(out, &err).has_value());
+  EXPECT_THAT(err, HasSubstr("stdout began"));
+  EXPECT_NO_THROW(json(err).dump());
+}
+
 }  // namespace
 }  // namespace marathon::eval
+
+// `marathon eval` run by hand finds the environment `make` installed, without MARATHON_PYTHON.
+TEST(DefaultPython, PrefersMarathonPythonThenTheInstalledVenvThenPython3) {
+  namespace fs = std::filesystem;
+  std::map<std::string, std::optional<std::string>> saved;
+  for (const char* name : {"HOME", "MARATHON_PYTHON", "MARATHON_VENV", "XDG_CACHE_HOME"}) {
+    const char* v = std::getenv(name);
+    saved[name] = v ? std::optional<std::string>(v) : std::nullopt;
+  }
+  fs::path home = fs::temp_directory_path() / ("marathon-python-" + std::to_string(::getpid()));
+  fs::remove_all(home);
+  unsetenv("MARATHON_PYTHON");
+  unsetenv("MARATHON_VENV");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", home.c_str(), 1);
+  EXPECT_EQ(marathon::eval::default_python(), "python3");  // no venv yet
+
+  fs::path bin = home / ".cache" / "marathon" / "venv" / "bin";
+  fs::create_directories(bin);
+  std::ofstream(bin / "python") << "#!/bin/sh\n";
+  fs::permissions(bin / "python", fs::perms::owner_all);
+  EXPECT_EQ(marathon::eval::default_python(), (bin / "python").string());
+
+  setenv("MARATHON_VENV", (home / "elsewhere").c_str(), 1);  // named but absent: not guessed
+  EXPECT_EQ(marathon::eval::default_python(), "python3");
+  unsetenv("MARATHON_VENV");
+
+  setenv("MARATHON_PYTHON", "/opt/py/bin/python3", 1);
+  EXPECT_EQ(marathon::eval::default_python(), "/opt/py/bin/python3");
+  unsetenv("MARATHON_PYTHON");
+
+  for (const auto& [name, value] : saved) {
+    if (value) setenv(name.c_str(), value->c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+  fs::remove_all(home);
+}

@@ -1,6 +1,7 @@
 #include "eval/result_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -71,7 +72,7 @@ TEST(Device, FromNvidiaSmiOutput) {
   EXPECT_EQ(device_from_nvidia_smi(std::string("NVIDIA H200\nNVIDIA H200\n")), "NVIDIA H200");
 }
 
-TEST(EditableFiles, ReadsOnlyEditableRegularFiles) {
+TEST(EditableFiles, RegularFilesHashByContentAndALinkAsALinkNeverSkipped) {
   fs::path d = fs::temp_directory_path() / ("marathon-cand-" + std::to_string(getpid()));
   fs::remove_all(d);
   fs::create_directories(d / "src");
@@ -80,11 +81,53 @@ TEST(EditableFiles, ReadsOnlyEditableRegularFiles) {
   std::ofstream(d / "other.txt") << "o";
   fs::create_symlink(d / "kernel.cc", d / "src" / "link.h");
   auto files = editable_files(toy_task(), d);
-  EXPECT_EQ(files.size(), 2u);
+  EXPECT_EQ(files.size(), 3u);
   EXPECT_EQ(files["kernel.cc"], sha256_hex("k"));
   EXPECT_EQ(files["src/a.h"], sha256_hex("h"));
+  EXPECT_EQ(files["src/link.h"], "link:" + (d / "kernel.cc").string());
   fs::remove_all(d);
   EXPECT_THROW(editable_files(toy_task(), d), std::runtime_error);
+}
+
+TEST(EditableFiles, RepointingALinkedEditableFileChangesTheCandidateHash) {
+  fs::path d = fs::temp_directory_path() / ("marathon-cand-link-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  std::ofstream(d / "good.txt") << "right";
+  std::ofstream(d / "bad.txt") << "wrong";
+  fs::create_symlink("good.txt", d / "kernel.cc");
+  std::string good = candidate_hash(editable_files(toy_task(), d));
+  fs::remove(d / "kernel.cc");
+  fs::create_symlink("bad.txt", d / "kernel.cc");
+  std::string bad = candidate_hash(editable_files(toy_task(), d));
+  EXPECT_NE(good, bad);
+  EXPECT_NE(good, candidate_hash({}));
+  fs::remove_all(d);
+}
+
+TEST(EditableFiles, AFifoAmongTheEditableFilesIsNamedNotOpened) {
+  fs::path d = fs::temp_directory_path() / ("marathon-cand-fifo-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  ASSERT_EQ(::mkfifo((d / "kernel.cc").c_str(), 0644), 0);
+  ::alarm(20);  // opening the FIFO would block: the alarm ends the binary instead of hanging
+  auto files = read_candidate(toy_task(), d);
+  ::alarm(0);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].hash_value, "special:FIFO");
+  EXPECT_NE(candidate_refusal(toy_task(), files).find("'kernel.cc' is a FIFO"), std::string::npos);
+  fs::remove_all(d);
+}
+
+TEST(CandidateRefusal, NoEditableFileOrALinkIsNoCandidate) {
+  TaskSpec t = toy_task();
+  std::string none = candidate_refusal(t, {});
+  EXPECT_NE(none.find("none of the task's editable files"), std::string::npos) << none;
+  CandidateFile link{"kernel.cc", EntryKind::kLink, "", "link:good.txt"};
+  std::string l = candidate_refusal(t, {link});
+  EXPECT_NE(l.find("'kernel.cc' is a symbolic link (-> good.txt)"), std::string::npos) << l;
+  CandidateFile file{"kernel.cc", EntryKind::kFile, "k", sha256_hex("k")};
+  EXPECT_EQ(candidate_refusal(t, {file}), "");
 }
 
 TEST(CachedResult, OnlyOkEntriesAreServed) {

@@ -142,6 +142,72 @@ TEST_F(TaskDir, NonPositiveTimeoutIsRejected) {
   EXPECT_THAT(err, HasSubstr("[evaluator].timeout_s: must be > 0"));
 }
 
+// Numbers that bound a run: each bad one named with file, line and key (goal/limits.h). An infinite
+// or huge timeout would overflow the evaluator's deadline
+// (tests/fuzz/corpus/task_spec/regression-infinite-timeout.toml).
+TEST_F(TaskDir, TimeoutThatIsNotAFiniteDayAtMostIsRejected) {
+  for (const char* bad : {"nan", "inf", "-inf", "86401", "1e300"}) {
+    std::string err =
+        error_of(replace(kValid, "timeout_s = 30", std::string("timeout_s = ") + bad));
+    EXPECT_THAT(err, HasSubstr("task.toml:16: [evaluator].timeout_s: must be")) << bad;
+  }
+  EXPECT_EQ(error_of(replace(kValid, "timeout_s = 30", "timeout_s = 86400")), "");
+}
+
+// The budget reads these counts as int64: 1e30, inf or nan would make that conversion undefined
+// (tests/fuzz/corpus/task_spec/regression-huge-count.toml).
+TEST_F(TaskDir, IntegerLimitsMustBeWholeNumbersInRange) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"max_tool_calls = 2.5", "must be a whole number"},
+      {"max_tool_calls = 1e30", "must be written as an integer"},
+      {"max_tool_calls = 9223372036854775807", "must be <= "},
+      {"max_tool_calls = -1", "must be >= 0"},
+      {"max_tool_calls = nan", "must be a finite number"},
+      {"max_tokens = inf", "must be a finite number"},
+  };
+  for (const auto& [line, why] : cases) {
+    std::string err = error_of(replace(kValid, "max_tool_calls = 50", line));
+    std::string key = std::string(line).substr(0, std::string(line).find(' '));
+    EXPECT_THAT(err, HasSubstr("task.toml:23: [limits]." + key + ": " + why)) << line;
+  }
+}
+
+TEST_F(TaskDir, RealLimitsMustBeFiniteAndInRange) {
+  for (const char* line : {"max_wall_s = nan", "max_wall_s = inf", "max_cost_usd = nan",
+                           "max_gpu_s = inf", "max_wall_s = 1e12"}) {
+    std::string err = error_of(replace(kValid, "max_tool_calls = 50", line));
+    std::string key = std::string(line).substr(0, std::string(line).find(' '));
+    EXPECT_THAT(err, HasSubstr("task.toml:23: [limits]." + key + ": must be")) << line;
+  }
+  EXPECT_EQ(error_of(replace(kValid, "max_tool_calls = 50", "max_cost_usd = 12.5")), "");
+}
+
+TEST_F(TaskDir, TargetThatIsNotFiniteIsRejected) {
+  for (const char* bad : {"nan", "inf", "-inf"}) {
+    std::string err = error_of(replace(kValid, "target = 4", std::string("target = ") + bad));
+    EXPECT_THAT(err, HasSubstr("task.toml:12: [goal].target: must be")) << bad;
+  }
+}
+
+TEST_F(TaskDir, PriceThatIsNotFiniteIsRejected) {
+  std::string err =
+      error_of(std::string(kValid) + "\n[prices]\n\"a:b\" = { prompt = inf, completion = 1 }\n");
+  EXPECT_THAT(err, HasSubstr("[prices.a:b].prompt: must be a finite number"));
+  err = error_of(std::string(kValid) + "\n[prices]\n\"a:b\" = { prompt = 1, completion = nan }\n");
+  EXPECT_THAT(err, HasSubstr("[prices.a:b].completion: must be a finite number"));
+}
+
+// std::regex recurses once per character: a long name would overflow the stack
+// (tests/fuzz/corpus/task_spec/regression-long-name.toml).
+TEST_F(TaskDir, VeryLongNameIsCheckedWithoutExhaustingTheStack) {
+  const std::string name(2'000'000, 'a');
+  EXPECT_EQ(error_of(replace(kValid, "name = \"toy\"", "name = \"" + name + "\"")), "");
+  EXPECT_THAT(error_of(replace(kValid, "name = \"toy\"", "name = \"" + name + "A\"")),
+              HasSubstr("name: must be lower-case letters"));
+  EXPECT_THAT(error_of(replace(kValid, "name = \"toy\"", "name = \"-toy\"")),
+              HasSubstr("name: must be lower-case letters"));
+}
+
 TEST_F(TaskDir, EmptyEditableListIsRejected) {
   std::string err = error_of(replace(kValid, "editable = [\"*.cc\"]", "editable = []"));
   EXPECT_THAT(err, HasSubstr("[files].editable: must not be empty"));

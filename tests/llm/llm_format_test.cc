@@ -149,6 +149,33 @@ TEST(AnthropicFormat, ToolsBecomeInputSchemas) {
   EXPECT_EQ(t[0]["input_schema"]["type"], "object");
 }
 
+// A reply's members of the wrong type are defaulted, never thrown (json::value throws for them):
+// tests/fuzz/corpus/llm_reply/regression-anthropic-*.json.
+TEST(AnthropicFormat, ReplyMembersOfTheWrongTypeAreDefaultedNotThrown) {
+  ParsedReply r;
+  ASSERT_NO_THROW(r = AnthropicFormat().parse_reply(R"({"type":5,"content":[{"type":7},
+      {"type":"tool_use","id":5,"name":["read_file"],"input":{}},
+      {"type":"tool_use","id":"","name":"grep"}]})"_json));
+  EXPECT_EQ(r.malformed, "");
+  ASSERT_EQ(r.message["tool_calls"].size(), 2u);
+  EXPECT_EQ(r.message["tool_calls"][0]["id"], "toolu_0");
+  EXPECT_EQ(r.message["tool_calls"][0]["function"]["name"], "");
+  EXPECT_EQ(r.message["tool_calls"][1]["id"], "toolu_1");
+  EXPECT_EQ(r.message["tool_calls"][1]["function"]["name"], "grep");
+}
+
+// json::parse throws out_of_range, not parse_error, for a number no double holds; chat() must not
+// throw (tests/fuzz/corpus/tool_args/regression-number-overflow.json, the same parse).
+TEST(ReplyCheck, ArgumentsWithANumberOutOfRangeAreBadArgumentsNotAThrow) {
+  json tools = json::array({{{"type", "function"}, {"function", {{"name", "read_file"}}}}});
+  json message = R"({"role":"assistant","content":"","tool_calls":[
+      {"id":"a","function":{"name":"read_file","arguments":"{\"end_line\": -1e999}"}}]})"_json;
+  auto p = check_tool_calls(message, tools);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].kind, "bad_arguments");
+  EXPECT_NE(p[0].message.find("not valid JSON"), std::string::npos) << p[0].message;
+}
+
 TEST(ReplyCheck, UnparsableArgumentsUnknownToolAndMissingNameAreFlagged) {
   json tools = json::array({{{"type", "function"}, {"function", {{"name", "read_file"}}}},
                             {{"type", "function"}, {"function", {{"name", "grep"}}}}});
@@ -202,9 +229,11 @@ TEST(Registry, ModelSpecSplitsAtFirstColonAndUnknownProviderListsValidNames) {
 }
 
 TEST(Registry, ConfigTableIsReadAndBadKeysAreNamed) {
-  ProviderConfig c = provider_config_from_json(
-      json{{"model", "anthropic:claude-sonnet-4"}, {"timeout_s", 30}, {"max_retries", 2},
-           {"prices", {{"claude", {{"input", 1}, {"output", 2}}}}}});
+  ProviderConfig c =
+      provider_config_from_json(json{{"model", "anthropic:claude-sonnet-4"},
+                                     {"timeout_s", 30},
+                                     {"max_retries", 2},
+                                     {"prices", {{"claude", {{"input", 1}, {"output", 2}}}}}});
   EXPECT_EQ(c.provider, "anthropic");
   EXPECT_EQ(c.model, "claude-sonnet-4");
   EXPECT_EQ(c.timeout_s, 30);
@@ -214,7 +243,7 @@ TEST(Registry, ConfigTableIsReadAndBadKeysAreNamed) {
     provider_config_from_json(json{{"timeout_s", "soon"}});
     FAIL() << "no exception";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "llm.timeout_s: expected a non-negative number");
+    EXPECT_STREQ(e.what(), "llm.timeout_s: expected a positive number of seconds");
   }
   EXPECT_THROW(provider_config_from_json(json{{"prices", {{"m", {{"input", 1}}}}}}),
                std::invalid_argument);

@@ -33,7 +33,7 @@ TEST(EndToEnd, ScriptedModelOverHttpDrivesATinyRunToItsBestCandidate) {
   TempDir dir("e2e-tiny");
   ScriptedLlmServer server = tiny_server();
   fs::path run = dir / "run";
-  std::map<std::string, std::string> env{{"MARATHON_EVAL_MARKER", (dir / "marker").string()}};
+  std::map<std::string, std::string> env = testing::eval_marker_env(dir / "marks" / "marker");
   int rc = run_binary(tiny_run_args(run, server.base_url()), env, dir / "log");
   ASSERT_EQ(rc, 0) << read_text(dir / "log");
 
@@ -45,7 +45,7 @@ TEST(EndToEnd, ScriptedModelOverHttpDrivesATinyRunToItsBestCandidate) {
   EXPECT_EQ(s.best_candidate, tiny_candidate("value = 5\n"));
   EXPECT_EQ(s.evaluations, 4);
   EXPECT_EQ(s.evaluations_executed, 3) << "the re-evaluation after revert is a cache hit";
-  EXPECT_EQ(read_lines(dir / "marker").size(), 3u);
+  EXPECT_EQ(read_lines(dir / "marks" / "marker").size(), 3u);
   EXPECT_EQ(server.request_count(), kTinyTurns + 0);
   EXPECT_EQ(s.used.model_calls, int64_t(kTinyTurns));
   EXPECT_EQ(read_text(run / "workspace/solution.txt"), "value = 5\n");
@@ -73,18 +73,18 @@ TEST(EndToEnd, ReplayReproducesTheFinalStateWithZeroModelCallsAndNoEvaluations) 
   TempDir dir("e2e-replay");
   ScriptedLlmServer server = tiny_server();
   fs::path run = dir / "run", replay = dir / "replay";
-  std::map<std::string, std::string> env{{"MARATHON_EVAL_MARKER", (dir / "marker").string()}};
+  std::map<std::string, std::string> env = testing::eval_marker_env(dir / "marks" / "marker");
   ASSERT_EQ(run_binary(tiny_run_args(run, server.base_url()), env, dir / "log"), 0)
       << read_text(dir / "log");
   size_t requests = server.request_count();
-  size_t executions = read_lines(dir / "marker").size();
+  size_t executions = read_lines(dir / "marks" / "marker").size();
 
   int rc = run_binary({"replay", run.string(), "--run-dir", replay.string(), "--quiet"}, env,
                       dir / "replay.log");
   ASSERT_EQ(rc, 0) << read_text(dir / "replay.log");
   EXPECT_NE(read_text(dir / "replay.log").find("matches the original"), std::string::npos);
   EXPECT_EQ(server.request_count(), requests) << "replay made a model call";
-  EXPECT_EQ(read_lines(dir / "marker").size(), executions) << "replay ran the evaluator";
+  EXPECT_EQ(read_lines(dir / "marks" / "marker").size(), executions) << "replay ran the evaluator";
   EXPECT_EQ(comparable_state(load_state(replay)), comparable_state(load_state(run)));
   EXPECT_EQ(read_text(replay / "workspace/solution.txt"), "value = 5\n");
 }

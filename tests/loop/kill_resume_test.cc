@@ -76,7 +76,7 @@ TEST(KillAndResume, RandomSigkillsThenResumeEndInTheUninterruptedFinalState) {
   fs::path ref = dir / "ref";
   auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(run_binary(tiny_run_args(ref, server.base_url()),
-                       {{"MARATHON_EVAL_MARKER", (dir / "ref.marker").string()}}, dir / "ref.log"),
+                       testing::eval_marker_env(dir / "marks" / "ref.marker"), dir / "ref.log"),
             0)
       << read_text(dir / "ref.log");
   double ref_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -90,9 +90,9 @@ TEST(KillAndResume, RandomSigkillsThenResumeEndInTheUninterruptedFinalState) {
   while (kills < kMinKills) {
     ++runs;
     fs::path run = dir / ("run" + std::to_string(runs));
-    fs::path marker = dir / ("marker" + std::to_string(runs));
+    fs::path marker = dir / "marks" / ("marker" + std::to_string(runs));
     fs::path log = dir / ("run" + std::to_string(runs) + ".log");
-    std::map<std::string, std::string> env{{"MARATHON_EVAL_MARKER", marker.string()}};
+    std::map<std::string, std::string> env = testing::eval_marker_env(marker);
     size_t requests_before = server.request_count();
     int allowed_repeats = 0;
     std::map<std::string, int> allowed_evals;  // solution sha -> extra executions allowed

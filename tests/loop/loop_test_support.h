@@ -122,6 +122,15 @@ inline int run_binary(const std::vector<std::string>& args,
   return *rc;
 }
 
+// The environment that makes the tiny task's evaluator append to `marker` (one line per completed
+// execution): the marker's folder (created, and holding nothing else) is made writable inside the
+// evaluator's sandbox with MARATHON_SANDBOX_RW.
+inline std::map<std::string, std::string> eval_marker_env(const fs::path& marker) {
+  fs::create_directories(marker.parent_path());
+  return {{"MARATHON_EVAL_MARKER", marker.string()},
+          {"MARATHON_SANDBOX_RW", marker.parent_path().string()}};
+}
+
 inline std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream s;

@@ -81,10 +81,11 @@ def _mild(T, seed, B=1, H=1, D=32):
     return inp
 
 
-@pytest.mark.parametrize("gate", [-8.5, -9.0, -11.0, -12.0, -20.0, -1000.0, -math.inf])
+@pytest.mark.parametrize("gate", [-0.69, -0.70, -11.0, -12.0, -20.0, -1000.0, -math.inf])
 def test_kda_constant_strong_decay_stays_finite_and_accurate(gate):
-    """A per-step log decay below about -10.5 overflowed the sub-chunk midpoint split (-11: error
-    0.43; -12 and below: NaN). -8.5 and -9 sit on either side of the split's own bound."""
+    """A per-step log decay below about -10.5 overflowed the sub-chunk midpoint split in bf16
+    (-11: error 0.43; -12 and below: NaN). -0.69 and -0.70 sit on either side of the fast form's
+    bound (8 steps of 2^-1 each: its fp16 factors reach 2^8)."""
     inp = _mild(130, 5)
     inp["g"] = torch.full_like(inp["g"], gate)
     _check(inp, f"g = {gate}")
@@ -95,6 +96,31 @@ def test_kda_one_extreme_gate_leaves_the_rest_of_the_sequence_intact():
     inp = _mild(200, 7)
     inp["g"][0, 70, 0, 3] = -100.0
     _check(inp, "one entry at -100")
+
+
+def test_kda_takes_the_fast_form_on_mild_gates_and_the_strong_form_where_needed():
+    """Which chunks the STRONG form redoes (kda_prepare's strong flags): none for the mild and the
+    weak-decay families (their factors stay within about 2^2.5), every chunk of constant g = -2
+    (2^23), and, with strong decay, the chunks holding an extreme gate."""
+    for family, expect in (("mild", "none"), ("weak decay, correlated keys", "none"), ("strong decay", "some")):
+        inp = task_ref.make_inputs(_family_shape(family, 200), 2, DEV)
+        args = [inp[x] for x in ("q", "k", "v", "g", "beta")]
+        flags = kda_kernel.kda_prepare(*args, inp["scale"])["strong"]
+        n = int(flags.sum())
+        assert (n == 0) if expect == "none" else (0 < n), (family, flags.tolist())
+    inp = _mild(128, 5)  # whole chunks (a last chunk of 2 rows would span 2^2.9 only)
+    args = [inp[x] for x in ("q", "k", "v", "g", "beta")]
+    args[3] = torch.full_like(args[3], -2.0)
+    assert bool((kda_kernel.kda_prepare(*args, inp["scale"])["strong"] == 1).all())
+
+
+def test_kda_large_queries_stay_finite_and_accurate():
+    """|scale q| so large that the fast form's fp16 Aqk operands overflow (about 10^4 here, with
+    factors up to 2^2): the chunk goes to the STRONG form (bf16 operands, factors <= 1), not to
+    NaN."""
+    inp = _mild(130, 5)
+    inp["q"] = (inp["q"].float() * 1e5).bfloat16()
+    _check(inp, "q * 1e5")
 
 
 def test_kda_extreme_gates_under_varlen_stay_per_sequence():
@@ -112,3 +138,19 @@ def test_kda_extreme_gates_under_varlen_stay_per_sequence():
         part = [x[:, a:b].double() for x in args]
         ro, rh = kda_ref.kda_reference(*part, inp["scale"], h0[n : n + 1].double(), True)
         assert _rel(o[:, a:b], ro) <= TOL and _rel(hT[n : n + 1], rh) <= TOL, n
+
+
+@pytest.mark.skipif(not GPU or torch.cuda.get_device_capability()[0] != 9, reason="Gluon scans: Hopper GPU only")
+@pytest.mark.parametrize("impl,bv", [("gluon", 32), ("gluon_t", 64)])
+@pytest.mark.parametrize("family", ["strong decay", "weak decay, correlated keys"])
+def test_kda_gluon_scans_are_within_tolerance_on_hard_families(impl, bv, family):
+    """The family tests above run the tl scan at their small B * H; the Gluon scans (the default at
+    the task's shapes) on the same families, forced."""
+    shape = dict(B=2, T=300, H=3, K=128, V=128, init=True, final=True, family=family)
+    inp = task_ref.make_inputs(shape, 4, DEV)
+    args = [inp[x] for x in ("q", "k", "v", "g", "beta")]
+    h0 = inp["initial_state"]
+    o, hT = kda_kernel.kda_fwd_cfg(*args, inp["scale"], h0, True, bv=bv, scan_impl=impl)
+    r64 = kda_ref.kda_reference(*(x.double() for x in args), inp["scale"], h0.double(), True)
+    assert torch.isfinite(o).all() and torch.isfinite(hT).all()
+    assert _rel(o, r64[0]) <= TOL and _rel(hT, r64[1]) <= TOL, (_rel(o, r64[0]), _rel(hT, r64[1]))

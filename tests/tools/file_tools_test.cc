@@ -1,8 +1,9 @@
 // read_file, write_file, edit_file, list_files, grep, and the workspace confinement they share.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tools/tool_registry.h"
-#include "tools/workspace_path.h"
 #include "tools/workspace_tools.h"
 #include "tools_test_support.h"
 
@@ -127,7 +128,7 @@ TEST_F(FileTools, DotDotPathsAreRefused) {
     }
     ToolResult r = call(tool, args);
     EXPECT_FALSE(r.ok) << tool;
-    EXPECT_NE(r.output.find("'..' may leave the workspace"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("'..' climbs out of the workspace"), std::string::npos) << r.output;
   }
   EXPECT_FALSE(call("list_files", {{"path", ".."}}).ok);
   EXPECT_FALSE(call("grep", {{"pattern", "s3cret"}, {"path", "sub/../../outside"}}).ok);
@@ -150,7 +151,7 @@ TEST_F(FileTools, SymlinksThatEscapeAreRefusedForReadAndWrite) {
   fs::create_symlink(w.outside() / "new.txt", w.ws() / "dangling");  // target does not exist yet
   ToolResult read = call("read_file", {{"path", "out_dir/secret.txt"}});
   EXPECT_FALSE(read.ok);
-  EXPECT_NE(read.output.find("resolves outside the workspace"), std::string::npos) << read.output;
+  EXPECT_NE(read.output.find("outside the workspace"), std::string::npos) << read.output;
   EXPECT_FALSE(call("read_file", {{"path", "out_file"}}).ok);
   EXPECT_FALSE(call("write_file", {{"path", "out_file"}, {"content", "pwned"}}).ok);
   EXPECT_FALSE(call("write_file", {{"path", "out_dir/new.txt"}, {"content", "pwned"}}).ok);
@@ -164,13 +165,47 @@ TEST_F(FileTools, SymlinksThatEscapeAreRefusedForReadAndWrite) {
 TEST_F(FileTools, SymlinksInsideTheWorkspaceAreFollowed) {
   w.write("real/k.py", "v = 1\n");
   fs::create_symlink("real", w.ws() / "alias");
-  WorkspacePath p = resolve_workspace_path(w.ws(), "alias/k.py");
-  ASSERT_TRUE(p.ok()) << p.error;
-  EXPECT_EQ(p.relative, "real/k.py");
+  ToolResult read = call("read_file", {{"path", "alias/k.py"}});
+  ASSERT_TRUE(read.ok) << read.output;
+  EXPECT_EQ(read.output, "v = 1\n");
   ToolResult r = call("write_file", {{"path", "alias/k.py"}, {"content", "v = 2\n"}});
   ASSERT_TRUE(r.ok) << r.output;
   EXPECT_EQ(r.events[0].payload["path"], "real/k.py");
   EXPECT_EQ(w.read(w.ws() / "real/k.py"), "v = 2\n");
+}
+
+TEST_F(FileTools, ReadOfAFifoIsRefusedAtOnceInsteadOfBlockingTheRunner) {
+  ASSERT_EQ(::mkfifo((w.ws() / "pipe").c_str(), 0644), 0);
+  ::alarm(20);  // a blocked read ends the test binary instead of hanging it
+  ToolResult r = call("read_file", {{"path", "pipe"}});
+  ToolResult e = call("edit_file", {{"path", "pipe"}, {"old_string", "a"}, {"new_string", "b"}});
+  ToolResult g = call("grep", {{"pattern", "x"}, {"path", "pipe"}});
+  ToolResult all = call("grep", {{"pattern", "x"}});
+  ::alarm(0);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.output.find("is a FIFO, not a regular file"), std::string::npos) << r.output;
+  EXPECT_FALSE(e.ok);
+  EXPECT_FALSE(g.ok);
+  EXPECT_TRUE(all.ok) << all.output;
+}
+
+TEST_F(FileTools, WriteOverAFileLinkOutIsRefusedAndEditThroughADirLinkOutToo) {
+  std::ofstream(w.outside() / "host.cc") << "int host;";
+  fs::create_symlink(w.outside() / "host.cc", w.ws() / "kernel.cc");
+  fs::create_symlink("../outside", w.ws() / "sub");
+  EXPECT_FALSE(call("write_file", {{"path", "kernel.cc"}, {"content", "pwned"}}).ok);
+  ToolResult e =
+      call("edit_file", {{"path", "sub/host.cc"}, {"old_string", "host"}, {"new_string", "x"}});
+  EXPECT_FALSE(e.ok);
+  EXPECT_NE(e.output.find("link 'sub' leads outside the workspace"), std::string::npos) << e.output;
+  EXPECT_EQ(w.read(w.outside() / "host.cc"), "int host;");
+  ToolResult list = call("list_files", {{"path", "sub"}});
+  EXPECT_FALSE(list.ok);
+}
+
+TEST_F(FileTools, ListFilesShowsSpecialFilesAsWhatTheyAre) {
+  ASSERT_EQ(::mkfifo((w.ws() / "pipe").c_str(), 0644), 0);
+  EXPECT_EQ(call("list_files", json::object()).output, "pipe  (FIFO)\n");
 }
 
 }  // namespace

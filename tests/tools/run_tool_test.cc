@@ -1,5 +1,5 @@
-// `run` in the bubblewrap sandbox: no network, read-only host, timeout kills the whole tree, output
-// capped with the rest kept as a blob.
+// `run` in the sandbox's run profile: no network, no host file but the system and the workspace,
+// timeout kills the whole tree, output capped for the model with its stored head and tail as a blob.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "tools/sandbox.h"
+#include "sandbox/launcher.h"
 #include "tools/tool_registry.h"
 #include "tools/tool_run.h"
 #include "tools_test_support.h"
@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 class RunTool : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::string why = sandbox_unavailable_reason(); !why.empty()) {
+    if (std::string why = sandbox::sandbox_unavailable_reason(); !why.empty()) {
       GTEST_SKIP() << "bubblewrap cannot sandbox on this machine: " << why;
     }
     RunToolOptions o;
@@ -88,15 +88,19 @@ TEST_F(RunTool, NetworkIsUnreachableFromTheSandbox) {
 }
 
 TEST_F(RunTool, OnlyTheWorkspaceAndAPrivateTmpAreWritable) {
-  // A host folder outside /tmp (the sandbox's /tmp is a private tmpfs), visible read-only.
+  // A host folder outside /tmp (the sandbox's /tmp is a private tmpfs): absent in the sandbox,
+  // whose root is read-only.
   fs::path host = fs::path("/var/tmp") / ("marathon-sandbox-" + std::to_string(getpid()));
   fs::create_directories(host);
-  ToolResult r = run("touch " + (host / "escaped").string());
+  ToolResult r = run("mkdir -p " + host.string() + " && touch " + (host / "escaped").string());
   bool escaped = fs::exists(host / "escaped");
   fs::remove_all(host);
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(escaped);
   EXPECT_NE(r.output.find("Read-only file system"), std::string::npos) << r.output;
+  ToolResult usr = run("touch /usr/marathon-escape");
+  EXPECT_FALSE(usr.ok);
+  EXPECT_FALSE(fs::exists("/usr/marathon-escape"));
   std::string marker = "marathon-private-tmp-" + std::to_string(getpid());
   ToolResult tmp = run("echo x > /tmp/" + marker + " && cat /tmp/" + marker);
   EXPECT_TRUE(tmp.ok) << tmp.output;
@@ -105,9 +109,18 @@ TEST_F(RunTool, OnlyTheWorkspaceAndAPrivateTmpAreWritable) {
 
 TEST_F(RunTool, SecretsInTheEnvironmentDoNotReachTheSandbox) {
   setenv("OPENAI_API_KEY", "sk-should-not-leak", 1);
-  ToolResult r = run("echo key=${OPENAI_API_KEY:-unset}");
+  ToolResult r = run("echo key=${OPENAI_API_KEY:-unset}; cat /proc/1/environ /proc/*/environ");
   unsetenv("OPENAI_API_KEY");
   EXPECT_NE(r.output.find("key=unset"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("sk-should-not-leak"), std::string::npos) << r.output;
+}
+
+TEST_F(RunTool, HostFilesOutsideTheWorkspaceAreNotThere) {
+  std::ofstream(w.outside() / "events.db") << "runner-private-bytes\n";
+  ToolResult r = run("cat " + (w.outside() / "events.db").string() + "; ls " +
+                     w.outside().string() + "; ls /root /home 2>&1; exit 0");
+  EXPECT_EQ(r.output.find("runner-private-bytes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("No such file or directory"), std::string::npos) << r.output;
 }
 
 bool process_with_marker_exists(const std::string& marker) {
@@ -139,18 +152,33 @@ TEST_F(RunTool, TimeoutKillsTheWholeTreeIncludingADetachedGrandchild) {
 }
 
 TEST_F(RunTool, LongOutputIsCappedHeadAndTailWithTheRestInABlob) {
-  ToolResult r = run("seq 1 20000");
+  ToolResult r = run("seq 1 2000");  // 8893 bytes: over the view, under what is stored
   ASSERT_TRUE(r.ok) << r.output.substr(0, 200);
   ASSERT_FALSE(r.full_output_sha.empty());
   const std::string& full = w.blobs.at(r.full_output_sha);
+  EXPECT_EQ(full.size(), 8893u);
   EXPECT_EQ(full.substr(0, 4), "1\n2\n");
-  EXPECT_EQ(full.substr(full.size() - 6), "20000\n");
+  EXPECT_EQ(full.substr(full.size() - 5), "2000\n");
   EXPECT_LT(r.output.size(), 1300u);
   EXPECT_NE(r.output.find("\n1\n2\n"), std::string::npos);
-  EXPECT_NE(r.output.find("19999\n20000\n"), std::string::npos);
+  EXPECT_NE(r.output.find("1999\n2000\n"), std::string::npos);
   EXPECT_NE(r.output.find("full output kept as blob " + r.full_output_sha), std::string::npos);
   ToolResult small = run("echo short");
   EXPECT_TRUE(small.full_output_sha.empty());
+}
+
+TEST_F(RunTool, HugeOutputIsStoredAsItsHeadAndTailAndItsSize) {
+  // 20 MB of output: what is stored is bounded whatever the command writes.
+  ToolResult r = run("head -c 20000000 /dev/zero | tr '\\0' x; echo; echo last-line");
+  ASSERT_TRUE(r.ok) << r.output.substr(0, 300);
+  ASSERT_FALSE(r.full_output_sha.empty());
+  const std::string& kept = w.blobs.at(r.full_output_sha);
+  EXPECT_LE(kept.size(), 64u * 1024 + 200) << "stored more than the head and tail";
+  EXPECT_EQ(kept.substr(0, 10), "xxxxxxxxxx");
+  EXPECT_EQ(kept.substr(kept.size() - 10), "last-line\n");
+  EXPECT_NE(kept.find("bytes not kept"), std::string::npos);
+  EXPECT_NE(r.output.find("of 20000011 bytes not shown"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("head and tail kept as blob"), std::string::npos) << r.output;
 }
 
 TEST(Sandbox, MissingBwrapIsAClearErrorAndNothingRunsUnsandboxed) {
@@ -166,18 +194,18 @@ TEST(Sandbox, MissingBwrapIsAClearErrorAndNothingRunsUnsandboxed) {
   EXPECT_FALSE(fs::exists(w.ws() / "ran"));
 }
 
-TEST(Sandbox, ArgvHasNoNetworkReadOnlyRootAndOnlyTheWorkspaceBoundWritable) {
-  SandboxOptions o;
-  o.workspace = "/data/run/ws";
-  auto a = bwrap_argv(o, "make");
-  std::string joined;
-  for (const auto& s : a) joined += s + " ";
-  EXPECT_NE(joined.find("--unshare-net"), std::string::npos);
-  EXPECT_NE(joined.find("--die-with-parent"), std::string::npos);
-  EXPECT_NE(joined.find("--ro-bind / /"), std::string::npos);
-  EXPECT_NE(joined.find("--bind /data/run/ws /data/run/ws --chdir /data/run/ws"),
-            std::string::npos);
-  EXPECT_EQ(a.back(), "make");
+TEST(Sandbox, UnsandboxedRunStillClearsTheEnvironment) {
+  testing::TempWorkspace w;
+  RunToolOptions o;
+  o.isolation = sandbox::Isolation::kNone;
+  ToolRegistry reg;
+  reg.add(make_run_tool(o));
+  setenv("OPENAI_API_KEY", "sk-unsandboxed-leak", 1);
+  ToolResult r = reg.call_json("run", json{{"command", "env; pwd"}}, w.ctx);
+  unsetenv("OPENAI_API_KEY");
+  EXPECT_TRUE(r.ok) << r.output;
+  EXPECT_EQ(r.output.find("sk-unsandboxed-leak"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("HOME=" + w.ws().string()), std::string::npos) << r.output;
 }
 
 TEST(CapOutput, KeepsHeadAndTailAndCountsWhatIsLeftOut) {

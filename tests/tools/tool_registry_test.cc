@@ -36,6 +36,17 @@ TEST(JsonSchema, ReportsEveryViolationWithItsPlace) {
   EXPECT_EQ(validate_schema(json::array(), schema)[0], "arguments: expected object, got array");
 }
 
+// validate_schema never throws, whatever the schema (tests/fuzz/corpus/tool_args/
+// regression-schema-*.json): a type list with a non-string, a length bound no size_t holds.
+TEST(JsonSchema, MalformedSchemaKeywordsDoNotThrow) {
+  std::vector<std::string> errors;
+  EXPECT_NO_THROW(errors = validate_schema(json(1.5), R"({"type":["string",1]})"_json));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "arguments: expected string or 1, got number");
+  EXPECT_TRUE(validate_schema(json("abc"), R"({"minLength":-1,"maxLength":1e300})"_json).empty());
+  EXPECT_EQ(validate_schema(json("abc"), R"({"minLength":1e300})"_json).size(), 1u);
+}
+
 TEST(ToolRegistry, UnknownToolListsTheValidNames) {
   testing::TempWorkspace w;
   ToolResult r = workspace_registry().call("delete_all", "{}", w.ctx);
@@ -54,6 +65,18 @@ TEST(ToolRegistry, InvalidJsonArgumentsAreAClearErrorNotACrash) {
       << r.output;
   ToolResult arr = reg.call("read_file", "[\"a.txt\"]", w.ctx);
   EXPECT_NE(arr.output.find("must be a JSON object, got array"), std::string::npos) << arr.output;
+}
+
+// json::parse throws out_of_range, not parse_error, for a number no double holds
+// (tests/fuzz/corpus/tool_args/regression-number-overflow.json).
+TEST(ToolRegistry, ArgumentsWithANumberOutOfRangeAreAClearErrorNotACrash) {
+  testing::TempWorkspace w;
+  ToolResult r =
+      workspace_registry().call("read_file", R"({"path":"a.txt","end_line":1e400})", w.ctx);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.output.find("arguments of read_file are not valid JSON"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("number overflow"), std::string::npos) << r.output;
 }
 
 TEST(ToolRegistry, SchemaInvalidArgumentsNameTheFieldAndShowTheSchema) {

@@ -1,0 +1,93 @@
+// The task `marathon init` writes for a repository (docs/tasks.md, "Repository tasks"): what was
+// asked, the defaults it infers from the committed files and the commands, and the task.toml text.
+// Pure: no file is read or written here (repo_snapshot.h does the I/O).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace marathon::taskgen {
+
+// What `marathon init` was asked, from its flags or the answers of --interactive.
+struct InitRequest {
+  std::string task_dir;
+  std::string repo;
+  std::string metric;  // shell command; the last line of its stdout is the number
+  std::string direction = "min";
+  std::string check;                  // shell command that must exit 0 ("" = none)
+  std::vector<std::string> editable;  // globs; empty = every committed file
+  std::vector<std::string> protect;   // globs, added to the inferred ones
+  int runs = 3;                       // metric runs per evaluation (the median is the score)
+  std::string name;                   // "" = from the task folder's name
+  std::string metric_name = "metric";
+  std::string description;  // "" = generated
+  double timeout_s = 0;     // 0 = from the time the starter's evaluation took
+};
+
+inline constexpr int kMaxRuns = 100;
+
+// The first flag that cannot be used, as "--flag: what is wrong"; nullopt when all can.
+std::optional<std::string> request_problem(const InitRequest& r);
+
+// A task name (docs/tasks.md: [a-z0-9][a-z0-9._-]*) made from a folder name: lower-cased, other
+// characters turned into '-', leading punctuation dropped; "" when nothing is left.
+std::string task_name_for(const std::string& folder_name);
+
+// A glob that matches exactly `path` (fnmatch's special characters escaped).
+std::string literal_glob(const std::string& path);
+
+// Editable globs covering every file of `files`: "*" for the top folder, "dir/*" for each folder
+// holding a file (fnmatch's `*` does not cross `/`, so each folder needs its own glob).
+std::vector<std::string> folder_globs(const std::vector<std::string>& files);
+
+// The protected globs `marathon init` proposes for `files` (the committed files) and the metric
+// and check commands: the files and folders the commands name, the build files of the tools they
+// start (make: Makefile, npm: package.json, cargo: Cargo.toml, pytest: its configuration), and
+// conventional test files and folders. Sorted, unique.
+std::vector<std::string> inferred_protected(const std::vector<std::string>& files,
+                                            const std::string& metric, const std::string& check);
+
+// The first glob of `globs` that matches none of `files`.
+std::optional<std::string> unmatched_glob(const std::vector<std::string>& globs,
+                                          const std::vector<std::string>& files);
+
+// The globs of `globs` that match at least one of `files`, in order.
+std::vector<std::string> globs_matching(const std::vector<std::string>& globs,
+                                        const std::vector<std::string>& files);
+
+// Everything task.toml says.
+struct TaskDraft {
+  std::string name;
+  std::string description;
+  std::string metric_name = "metric";
+  std::string direction = "min";
+  std::string metric;
+  std::string check;
+  std::vector<std::string> starter;  // the committed files, relative to repo/
+  std::vector<std::string> editable;
+  std::vector<std::string> protect;
+  int runs = 3;
+  double timeout_s = 600;
+  std::optional<double> baseline;  // the starter's score, once measured
+  std::string origin;              // "<repository> at <commit>", for the file's header comment
+};
+
+inline constexpr const char* kRepoFolder = "repo";            // the snapshot, the starter folder
+inline constexpr const char* kEvaluatorFile = "evaluate.py";  // a copy of harness/repo_eval.py
+
+// The description the model reads when none was given: the goal, the commands, what may change.
+std::string default_description(const TaskDraft& d);
+
+// The task.toml text (parsed back by goal/task_spec.h; the [rules] are read by the evaluator).
+std::string render_task_toml(const TaskDraft& d);
+
+// `s` as a TOML basic string, quotes included; as a multi-line basic string ("""...""").
+std::string toml_string(const std::string& s);
+std::string toml_multiline(const std::string& s);
+
+// The evaluator's timeout for a starter whose evaluation took `elapsed_s`: five times that plus a
+// minute, rounded up to 10 s, at most a day.
+double timeout_for(double elapsed_s);
+
+}  // namespace marathon::taskgen

@@ -1,0 +1,1 @@
+"""A small shop: prices, carts, bundles, invoices, promotions, reports and shipping."""
