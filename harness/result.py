@@ -40,6 +40,7 @@ class EvalResult:
     ceilings: dict | None = None
     profile: list[str] | None = None
     profile_ok: bool | None = None
+    python: str | None = None
 
     @classmethod
     def from_dict(cls, d: dict) -> EvalResult:

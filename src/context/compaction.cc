@@ -176,10 +176,9 @@ struct OutputRef {
 }  // namespace
 
 bool is_context_length_error(const PolicyReply& reply) {
-  if (!reply.error || !reply.error->is_object()) return false;
-  const auto e = reply.error->get<events::ModelError>();
-  if (e.kind == LlmErrorKind::kContextLength) return true;
-  std::string m = e.message;
+  if (!reply.error) return false;
+  if (reply.error->kind == LlmErrorKind::kContextLength) return true;
+  std::string m = reply.error->message;
   std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
   for (const char* needle : {"context length", "context_length", "maximum context",
                              "prompt is too long", "too many tokens", "context window"}) {
@@ -568,36 +567,38 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
     req.interrupted = io.interrupted;
     PolicyReply reply;
     if (summariser == nullptr) {
-      reply.error = json(ModelError::make(LlmErrorKind::kUnavailable, "no summariser configured"));
+      reply.error = ModelError::make(LlmErrorKind::kUnavailable, "no summariser configured");
     } else {
       try {
         reply = summariser->next(req);
       } catch (const std::exception& e) {
-        reply.error = json(ModelError::make(LlmErrorKind::kException, e.what()));
+        reply.error = ModelError::make(LlmErrorKind::kException, e.what());
       }
     }
-    if (reply.error && reply.error->value("kind", "") == "interrupted") {
+    if (reply.error && reply.error->kind == LlmErrorKind::kInterrupted) {
       // Stopped by a signal: nothing is logged for the call; the next plan starts it again.
       r.outcome = "interrupted";
       r.tokens_after = plan.tokens_before;
       return r;
     }
-    json msg = reply.message.is_object() ? reply.message : json::object();
-    std::optional<ModelError> error;
-    if (reply.error) error = reply.error->get<ModelError>();
-    text = error ? "" : msg.value("content", "");
-    if (error) model_error = error->message.empty() ? json(*error).dump() : error->message;
+    const json msg = reply.message.is_object() ? reply.message : json::object();
+    text = reply.error ? "" : msg.value("content", "");
+    if (reply.error) {
+      model_error = reply.error->message.empty() ? json(*reply.error).dump() : reply.error->message;
+    }
     if (summariser != nullptr) {
-      ModelResponse p;
+      ModelResponse p = response_payload(reply);
       p.purpose = ModelResponse::kPurposeCompaction;
       p.scope = base;
       p.message = json{{"content", text}};
-      p.usage = {reply.prompt_tokens, reply.completion_tokens};
-      p.cost_usd = reply.cost_usd;
-      p.provider = reply.provider;
-      p.model = reply.model;
-      p.finish_reason = reply.finish_reason;
-      p.error = error;
+      p.problems = nullptr;
+      if (reply.usage_rejected) {
+        LlmUsageRejected w = *reply.usage_rejected;
+        w.purpose = ModelResponse::kPurposeCompaction;
+        w.provider = reply.provider;
+        w.model = reply.model;
+        append(make_event(w));
+      }
       append(make_event(p));
     }
   } else if (plan.action == A::kFinishResponse) {

@@ -54,6 +54,11 @@ constexpr std::array<std::pair<GoalVerb, const char*>, 7> kGoalVerbs{
      {GoalVerb::kClear, "clear"},
      {GoalVerb::kAutoPause, "auto_pause"},
      {GoalVerb::kDone, "done"}}};
+constexpr std::array<std::pair<LedgerKind, const char*>, 4> kLedgerKinds{
+    {{LedgerKind::kAttempt, "attempt"},
+     {LedgerKind::kStrategy, "strategy"},
+     {LedgerKind::kFinding, "finding"},
+     {LedgerKind::kDeadEnd, "dead_end"}}};
 constexpr std::array<std::pair<EvalStatus, const char*>, 5> kEvalStatuses{
     {{EvalStatus::kOk, "ok"},
      {EvalStatus::kInvalidOutput, "invalid_output"},
@@ -83,6 +88,7 @@ std::string to_string(Direction d) { return name_of(kDirections, d); }
 Direction direction_from_string(std::string_view s) {
   return value_or_throw(kDirections, s, "direction");
 }
+std::optional<Direction> parse_direction(std::string_view s) { return value_of(kDirections, s); }
 std::string to_string(GoalStatus s) { return name_of(kGoalStatuses, s); }
 GoalStatus goal_status_from_string(std::string_view s) {
   return value_or_throw(kGoalStatuses, s, "goal status");
@@ -107,6 +113,10 @@ std::optional<GoalStatus> status_after(GoalVerb v) {
       break;
   }
   return std::nullopt;
+}
+std::string to_string(LedgerKind k) { return name_of(kLedgerKinds, k); }
+LedgerKind ledger_kind_from_string(std::string_view s) {
+  return value_or_throw(kLedgerKinds, s, "ledger kind");
 }
 std::string to_string(EvalStatus s) { return name_of(kEvalStatuses, s); }
 EvalStatus eval_status_from_string(std::string_view s) {
@@ -501,6 +511,7 @@ void to_json(json& j, const LlmUsageRejected& p) {
              {kCompletionTokens, p.estimated.completion_tokens}}},
            {"provider", p.provider},
            {"model", p.model}};
+  put_nonempty(j, kPurpose, p.purpose);
 }
 void from_json(const json& j, LlmUsageRejected& p) {
   PayloadReader r(j, LlmUsageRejected::kType);
@@ -518,6 +529,7 @@ void from_json(const json& j, LlmUsageRejected& p) {
   }
   p.provider = r.opt_str("provider");
   p.model = r.opt_str("model");
+  p.purpose = r.opt_str(kPurpose);
 }
 
 // -- tool.started / tool.finished
@@ -605,10 +617,12 @@ void from_json(const json& j, EvalFinished& p) {
 
 // -- ledger.noted
 
-void to_json(json& j, const LedgerNoted& p) { j = json{{kKind, p.kind}, {"text", p.text}}; }
+void to_json(json& j, const LedgerNoted& p) {
+  j = json{{kKind, to_string(p.kind)}, {"text", p.text}};
+}
 void from_json(const json& j, LedgerNoted& p) {
   PayloadReader r(j, LedgerNoted::kType);
-  p.kind = r.str(kKind);
+  p.kind = enum_field(r, kKind, ledger_kind_from_string);
   p.text = r.str("text");
 }
 
@@ -829,8 +843,8 @@ const std::vector<TypeInfo>& all_types() {
         "usage_estimated?"}},
       {LlmUsageRejected::kType,
        LlmUsageRejected::kVersion,
-       {"problems", "reported", "estimated{prompt_tokens, completion_tokens}", "provider",
-        "model"}},
+       {"problems", "reported", "estimated{prompt_tokens, completion_tokens}", "provider", "model",
+        "purpose?"}},
       {ToolStarted::kType,
        ToolStarted::kVersion,
        {"call_id", "name", "arguments", "turn?", "index?"}},

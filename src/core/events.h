@@ -27,8 +27,9 @@ namespace marathon {
 
 // Which way the goal metric improves.
 enum class Direction { kMax, kMin };
-std::string to_string(Direction d);                   // "max" | "min"
-Direction direction_from_string(std::string_view s);  // throws std::invalid_argument
+std::string to_string(Direction d);                            // "max" | "min"
+Direction direction_from_string(std::string_view s);           // throws std::invalid_argument
+std::optional<Direction> parse_direction(std::string_view s);  // nullopt unless "max" | "min"
 
 enum class GoalStatus { kActive, kPaused, kCleared, kDone };
 std::string to_string(GoalStatus s);                     // active | paused | cleared | done
@@ -40,6 +41,12 @@ std::string to_string(GoalVerb v);  // set | edit | pause | resume | clear | aut
 GoalVerb goal_verb_from_string(std::string_view s);  // throws std::invalid_argument
 // The status a verb sets (nullopt for edit, which keeps it).
 std::optional<GoalStatus> status_after(GoalVerb v);
+
+// A ledger entry: an evaluation (fold records one per eval.finished) or a note of the model's
+// (ledger.noted, the note tool).
+enum class LedgerKind { kAttempt, kStrategy, kFinding, kDeadEnd };
+std::string to_string(LedgerKind k);                     // attempt | strategy | finding | dead_end
+LedgerKind ledger_kind_from_string(std::string_view s);  // throws std::invalid_argument
 
 // The outcome of one evaluator run (docs/evaluation.md "Outcomes").
 enum class EvalStatus { kOk, kInvalidOutput, kNonzeroExit, kTimeout, kCrash };
@@ -201,6 +208,7 @@ struct LlmUsageRejected {
   Usage estimated;
   std::string provider;
   std::string model;
+  std::string purpose;  // the model.response's ("" for a conversation turn)
 };
 
 struct ToolStarted {
@@ -255,8 +263,8 @@ struct EvalFinished {
 struct LedgerNoted {
   static constexpr const char* kType = "ledger.noted";
   static constexpr int kVersion = 1;
-  std::string kind;  // required: strategy | finding | dead_end
-  std::string text;  // required
+  LedgerKind kind = LedgerKind::kFinding;  // required: strategy | finding | dead_end
+  std::string text;                        // required
 };
 
 struct CompactionRequested {

@@ -126,7 +126,7 @@ void on_eval_finished(State& s, const Event& e, const EvalFinished& p) {
 
   LedgerEntry l;
   l.seq = e.seq;
-  l.kind = "attempt";
+  l.kind = LedgerKind::kAttempt;
   l.text = p.strategy;
   l.candidate = p.candidate;
   l.correct = r.correct;

@@ -40,8 +40,8 @@ std::optional<EvalCacheEntry> read_eval_cache_entry(const json& j) {
 json to_json(const State& s) {
   json ledger = json::array();
   for (const LedgerEntry& l : s.ledger) {
-    json j{{"seq", l.seq}, {"kind", l.kind}, {"text", l.text}};
-    if (l.kind == "attempt") {
+    json j{{"seq", l.seq}, {"kind", to_string(l.kind)}, {"text", l.text}};
+    if (l.kind == LedgerKind::kAttempt) {
       j["candidate"] = l.candidate;
       j["correct"] = opt(l.correct);
       j["score"] = opt(l.score);

@@ -53,8 +53,8 @@ struct GoalState {
 };
 
 struct LedgerEntry {
-  int64_t seq = 0;        // the event that recorded it
-  std::string kind;       // attempt | strategy | finding | dead_end
+  int64_t seq = 0;  // the event that recorded it
+  LedgerKind kind = LedgerKind::kAttempt;
   std::string text;       // the strategy in the model's words, or the note
   std::string candidate;  // candidate hash (attempts)
   std::optional<bool> correct;

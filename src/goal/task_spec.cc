@@ -228,11 +228,12 @@ void read_goal(TableReader& top, TaskSpec& spec) {
   TableReader r(top.file(), "goal", *t, line_of(t));
   spec.goal.metric = r.nonblank("metric");
   std::string direction = r.string("direction", true);
-  if (direction != to_string(Direction::kMax) && direction != to_string(Direction::kMin)) {
+  std::optional<Direction> d = parse_direction(direction);
+  if (!d) {
     r.fail("direction", r.get("direction"),
            "must be \"max\" or \"min\", got \"" + direction + "\"");
   }
-  spec.goal.direction = direction_from_string(direction);
+  spec.goal.direction = *d;
   spec.goal.target = r.number("target", false);
   if (spec.goal.target) {
     if (auto why = target_problem(*spec.goal.target)) r.fail("target", r.get("target"), *why);

@@ -19,7 +19,7 @@ PolicyReply to_policy_reply(const llm::ChatResult& result, const std::string& pr
     events::ModelError error = events::ModelError::make(result.error->kind, result.error->message);
     error.http_status = result.error->http_status;
     error.attempts = result.attempts;
-    reply.error = json(error);
+    reply.error = std::move(error);
   }
   if (result.usage_estimated) {
     events::LlmUsageRejected& w = reply.usage_rejected.emplace();

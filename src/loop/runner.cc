@@ -429,32 +429,22 @@ std::optional<RunReport> Runner::ask_policy() {
     reply = policy_.next(request);
   } catch (const std::exception& e) {
     reply = PolicyReply{};
-    reply.error = json(ModelError::make(LlmErrorKind::kTransport, e.what()));
+    reply.error = ModelError::make(LlmErrorKind::kTransport, e.what());
   }
   tools_json_ = std::move(request.tools);
   // The next prompt extends these messages instead of copying every one again.
   prompt_cache_->give_back(std::move(request.messages));
-  std::optional<ModelError> reply_error;
-  if (reply.error) reply_error = reply.error->get<ModelError>();
-  if (reply_error && reply_error->kind == LlmErrorKind::kInterrupted) {
+  if (reply.error && reply.error->kind == LlmErrorKind::kInterrupted) {
     // A signal cut the call short: no response is logged, the request stays pending (resume sends
     // it again) and the next iteration pauses the run.
     spdlog::info("model call interrupted; pausing");
     return std::nullopt;
   }
-  ModelResponse response;
+  ModelResponse response = response_payload(reply);
   response.message = normalise_assistant_message(reply.message, state_.turns);
-  response.usage = {reply.prompt_tokens, reply.completion_tokens};
-  response.cost_usd = reply.cost_usd;
-  response.provider = reply.provider;
-  response.model = reply.model;
-  response.finish_reason = reply.finish_reason;
-  response.error = std::move(reply_error);
-  if (reply.problems.is_array()) response.problems = reply.problems;
   // The response, preceded by a warning when its usage is the runtime's estimate.
   std::vector<NewEvent> batch;
   if (reply.usage_rejected) {
-    response.usage_estimated = true;
     LlmUsageRejected w = *reply.usage_rejected;
     w.provider = reply.provider;
     w.model = reply.model;

@@ -35,10 +35,10 @@ struct PolicyReply {
   std::string provider;  // "openai", "anthropic", "search", "replay"
   std::string model;
   std::string finish_reason;  // "stop", "tool_calls", "length", ...
-  // Set when the call failed in a way the loop must handle (kind: "context_length", "auth",
-  // "not_found", "malformed", "transport", "rate_limited_exhausted", "bad_request"); message says
-  // what and where.
-  std::optional<json> error;
+  // Set when the call failed in a way the loop must handle (LlmErrorKind: context length, auth,
+  // not found, malformed, transport, rate limits exhausted, bad request, interrupted); message
+  // says what and where.
+  std::optional<events::ModelError> error;
   // Parts of a successful reply the loop must not act on as-is (tool call with unparsable
   // arguments, unknown tool name): [{tool_call_id, kind, message}]. The loop logs them and answers
   // each call with its message as a tool error.
@@ -48,6 +48,21 @@ struct PolicyReply {
   // provider and model).
   std::optional<events::LlmUsageRejected> usage_rejected;
 };
+
+// What the log records of a reply (model.response), less the message, which the caller sets: the
+// conversation's turn normalised (loop), or a summary (context).
+inline events::ModelResponse response_payload(const PolicyReply& reply) {
+  events::ModelResponse p;
+  p.usage = {reply.prompt_tokens, reply.completion_tokens};
+  p.cost_usd = reply.cost_usd;
+  p.provider = reply.provider;
+  p.model = reply.model;
+  p.finish_reason = reply.finish_reason;
+  p.error = reply.error;
+  if (reply.problems.is_array()) p.problems = reply.problems;
+  p.usage_estimated = reply.usage_rejected.has_value();
+  return p;
+}
 
 class Policy {
  public:

@@ -13,7 +13,7 @@ PolicyReply reply_from_response(const events::ModelResponse& p) {
   r.provider = p.provider;
   r.model = p.model;
   r.finish_reason = p.finish_reason;
-  if (p.error) r.error = json(*p.error);
+  r.error = p.error;
   if (p.problems.is_array()) r.problems = p.problems;
   return r;
 }
@@ -30,9 +30,9 @@ PolicyReply ReplayPolicy::next(const PolicyRequest&) {
   if (next_ < replies_.size()) return replies_[next_++];
   PolicyReply r;
   r.provider = "replay";
-  r.error = json(events::ModelError::make(
+  r.error = events::ModelError::make(
       LlmErrorKind::kReplayExhausted,
-      fmt::format("the logged run has no model response left (all {} served)", replies_.size())));
+      fmt::format("the logged run has no model response left (all {} served)", replies_.size()));
   return r;
 }
 

@@ -157,7 +157,7 @@ SearchStep plan_search(const std::vector<int>& dims, const KnobConfig& start,
 std::map<KnobConfig, double> search_results(const std::vector<Knob>& knobs, const State& state) {
   std::map<KnobConfig, double> out;
   for (const LedgerEntry& l : state.ledger) {
-    if (l.kind != "attempt") continue;
+    if (l.kind != LedgerKind::kAttempt) continue;
     std::optional<KnobConfig> c = parse_config_text(knobs, l.text);
     if (!c || out.count(*c)) continue;
     bool counts = l.correct.value_or(false) && l.score.has_value() && l.failure.empty();
@@ -229,7 +229,7 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
   double best_v = kFailed;
   std::optional<KnobConfig> last;
   for (const LedgerEntry& l : s.ledger) {
-    if (l.kind != "attempt") continue;
+    if (l.kind != LedgerKind::kAttempt) continue;
     auto c = parse_config_text(knobs_, l.text);
     if (!c) continue;
     last = c;
@@ -240,7 +240,7 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
   // Stuck guard: evaluate calls that left no attempt in the ledger (e.g. a failing tool).
   int64_t evaluate_calls = 0, attempts = 0;
   for (const auto& t : s.tool_history) evaluate_calls += t.name == "evaluate";
-  for (const auto& l : s.ledger) attempts += l.kind == "attempt";
+  for (const auto& l : s.ledger) attempts += l.kind == LedgerKind::kAttempt;
   const int64_t per_eval = static_cast<int64_t>(files_.size()) + 1;
   const int64_t room = s.limits.max_tool_calls > 0 ? s.limits.max_tool_calls - s.used.tool_calls
                                                    : std::numeric_limits<int64_t>::max();

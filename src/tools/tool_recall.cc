@@ -47,10 +47,13 @@ class RecallTool : public Tool {
       return r;
     }
     const Event& e = found.front();
-    if (is<events::ModelResponse>(e) && payload_of<events::ModelResponse>(e).purpose.empty()) {
-      // A reply the prompt shows cut to fit the window: the whole of it, from the log.
-      r.output = recall_page_of(seq, "the model's reply", reply_text(e.payload), offset);
-      return r;
+    if (is<events::ModelResponse>(e)) {
+      auto reply = payload_of<events::ModelResponse>(e);
+      if (reply.purpose.empty()) {
+        // A reply the prompt shows cut to fit the window: the whole of it, from the log.
+        r.output = recall_page_of(seq, "the model's reply", reply_text(reply), offset);
+        return r;
+      }
     }
     if (!is<events::ToolFinished>(e)) {
       r.ok = false;
@@ -78,10 +81,9 @@ class RecallTool : public Tool {
 
 }  // namespace
 
-std::string reply_text(const json& payload) {
-  const json& m = payload.contains("message") && payload.at("message").is_object()
-                      ? payload.at("message")
-                      : json::object();
+std::string reply_text(const events::ModelResponse& response) {
+  static const json kNone = json::object();
+  const json& m = response.message.is_object() ? response.message : kNone;
   std::string out;
   if (m.contains("content") && m.at("content").is_string()) {
     out = m.at("content").get<std::string>();

@@ -25,6 +25,7 @@ class ScriptedSummariser : public Policy {
       "Tried tiling 32/64/128 (64 best, score 1.9); unroll 16 spilled. Next: vectorise.";
   bool fail = false;
   bool throws = false;
+  bool usage_rejected = false;  // the provider's usage was not believed: ours is an estimate
   int calls = 0;
   std::string last_prompt;
   std::string name() const override { return "scripted"; }
@@ -41,6 +42,11 @@ class ScriptedSummariser : public Policy {
       reply.error = json{{"kind", "transport"}, {"message", "HTTP 503 from 127.0.0.1"}};
     } else {
       reply.message = json{{"role", "assistant"}, {"content", text}};
+    }
+    if (usage_rejected) {
+      reply.usage_rejected.emplace();
+      reply.usage_rejected->problems = {"usage.prompt_tokens = -5: negative"};
+      reply.usage_rejected->estimated = {1000, 100};
     }
     return reply;
   }
@@ -146,6 +152,32 @@ TEST(Compaction, SummaryWhenElisionCannotFreeEnough) {
   EXPECT_TRUE(contains(prompt.messages[0]["content"], s.text));
   EXPECT_LE(prompt.tokens_estimate, c.soft_tokens());
   EXPECT_EQ(prompt.units_omitted, 0);
+}
+
+// A summariser reply whose usage is the runtime's estimate is logged as the runner logs a turn's:
+// llm.usage_rejected (naming the purpose) right before its model.response, which says so.
+TEST(Compaction, SummariserUsageThatWasNotBelievedIsLoggedAsSuch) {
+  LogBuilder b = long_log(60, 16000);
+  ContextConfig c = window(16000);
+  CompactionPlan p = plan_compaction(b.state, b.events, c);
+  ASSERT_EQ(p.action, CompactionPlan::Action::kSummarise);
+  ScriptedSummariser s;
+  s.usage_rejected = true;
+  Blobs blobs;
+  CompactionResult r = run_compaction(p, b.state, b.events, c, &s, io_for(b, blobs));
+  EXPECT_EQ(r.outcome, "compacted");
+  ASSERT_EQ(count(b, events::LlmUsageRejected::kType), 1);
+  size_t at = 0;
+  while (b.events[at].type != events::LlmUsageRejected::kType) ++at;
+  auto w = payload_of<events::LlmUsageRejected>(b.events[at]);
+  EXPECT_EQ(w.purpose, events::ModelResponse::kPurposeCompaction);
+  EXPECT_EQ(w.provider, "openai");
+  EXPECT_EQ(w.problems, std::vector<std::string>{"usage.prompt_tokens = -5: negative"});
+  ASSERT_LT(at + 1, b.events.size());
+  ASSERT_EQ(b.events[at + 1].type, events::ModelResponse::kType);
+  auto resp = payload_of<events::ModelResponse>(b.events[at + 1]);
+  EXPECT_EQ(resp.purpose, events::ModelResponse::kPurposeCompaction);
+  EXPECT_TRUE(resp.usage_estimated);
 }
 
 TEST(Compaction, FailedSummariserFallsBackToAStructuralSummary) {

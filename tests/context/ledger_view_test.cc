@@ -11,7 +11,7 @@ LedgerEntry attempt(int64_t seq, const std::string& cand, double score, bool cor
                     const std::string& text) {
   LedgerEntry e;
   e.seq = seq;
-  e.kind = "attempt";
+  e.kind = LedgerKind::kAttempt;
   e.candidate = cand;
   e.score = score;
   e.correct = correct;
@@ -23,7 +23,7 @@ LedgerEntry attempt(int64_t seq, const std::string& cand, double score, bool cor
 LedgerEntry note(int64_t seq, const std::string& kind, const std::string& text) {
   LedgerEntry e;
   e.seq = seq;
-  e.kind = kind;
+  e.kind = ledger_kind_from_string(kind);
   e.text = text;
   return e;
 }

@@ -52,7 +52,8 @@ TEST(PromptBuilder, SameStateAndLogGiveTheSameBytes) {
   LogBuilder b;
   for (int i = 0; i < 50; ++i) b.tool("read_file", {{"path", "k.cc"}}, filler(300 + i));
   State s = demo_state();
-  s.ledger.push_back(LedgerEntry{10, "dead_end", "unroll 16", "", {}, {}, "", json::object()});
+  s.ledger.push_back(
+      LedgerEntry{10, LedgerKind::kDeadEnd, "unroll 16", "", {}, {}, "", json::object()});
   Prompt a = build_prompt(s, b.events, small_window());
   // The log read back from its JSON form (what a resumed process sees) gives the same prompt.
   std::vector<Event> reread;

@@ -140,7 +140,7 @@ TEST(Fold, BestScoreIgnoresIncorrectViolatingAndFailedResults) {
   EXPECT_EQ(s.ledger[1].failure, "incorrect");
   EXPECT_NE(s.ledger[2].failure.find("output aliases input"), std::string::npos);
   EXPECT_EQ(s.ledger[3].failure, "timeout");
-  EXPECT_EQ(s.ledger[0].kind, "attempt");
+  EXPECT_EQ(s.ledger[0].kind, LedgerKind::kAttempt);
   EXPECT_EQ(s.ledger[0].text, "tile c1");
   EXPECT_EQ(s.ledger[0].figures["speedup"], 1.5);
 }
@@ -186,7 +186,7 @@ TEST(Fold, LedgerNotesKeepTheirKindAndOrder) {
           .add(events::LedgerNoted::kType, {{"kind", "finding"}, {"text", "bandwidth bound"}})
           .fold();
   ASSERT_EQ(s.ledger.size(), 3u);
-  EXPECT_EQ(s.ledger[0].kind, "dead_end");
+  EXPECT_EQ(s.ledger[0].kind, LedgerKind::kDeadEnd);
   EXPECT_EQ(s.ledger[0].seq, 2);
   EXPECT_EQ(s.ledger[2].text, "bandwidth bound");
 }

@@ -284,7 +284,7 @@ TEST(LlmPolicy, ReplyCarriesUsageCostErrorsAndProblems) {
   EXPECT_EQ(ok.problems[0]["kind"], "unknown_tool");
   PolicyReply bad = policy.next(req);
   ASSERT_TRUE(bad.error.has_value());
-  EXPECT_EQ((*bad.error)["kind"], "auth");
+  EXPECT_EQ(bad.error->kind, LlmErrorKind::kAuth);
 }
 
 TEST(ScriptedServerExecutable, ServesAJsonlScriptByTurnAndRecordsRequests) {

@@ -50,7 +50,7 @@ TEST(EndToEnd, ScriptedModelOverHttpDrivesATinyRunToItsBestCandidate) {
   EXPECT_EQ(s.used.model_calls, int64_t(kTinyTurns));
   EXPECT_EQ(read_text(run / "workspace/solution.txt"), "value = 5\n");
   int dead_ends = 0;
-  for (const LedgerEntry& l : s.ledger) dead_ends += l.kind == "dead_end";
+  for (const LedgerEntry& l : s.ledger) dead_ends += l.kind == LedgerKind::kDeadEnd;
   EXPECT_EQ(dead_ends, 1);
   // The stop without `finish` started a goal turn.
   int goal_turns = 0;
@@ -254,7 +254,7 @@ void matmul(const float* A, const float* B, float* C, int n) {
   EXPECT_EQ(s.evaluations_executed, 3);
   std::vector<const LedgerEntry*> attempts;
   for (const LedgerEntry& l : s.ledger) {
-    if (l.kind == "attempt") attempts.push_back(&l);
+    if (l.kind == LedgerKind::kAttempt) attempts.push_back(&l);
   }
   ASSERT_EQ(attempts.size(), 3u);
   EXPECT_TRUE(attempts[0]->correct.value_or(false)) << attempts[0]->failure;

@@ -113,7 +113,7 @@ void apply_reply(State& s, const json& message, const std::vector<Knob>& knobs) 
       auto c = parse_config_text(knobs, args["strategy"]);
       ASSERT_TRUE(c.has_value());
       LedgerEntry l;
-      l.kind = "attempt";
+      l.kind = LedgerKind::kAttempt;
       l.seq = ++s.last_seq;
       l.text = args["strategy"];
       l.correct = true;
@@ -195,7 +195,7 @@ TEST(SearchPolicyReplies, FailedAttemptsCountAsFailuresForMinGoalsToo) {
   State s = fresh_state(100);
   s.goal.direction = Direction::kMin;
   LedgerEntry a;
-  a.kind = "attempt";
+  a.kind = LedgerKind::kAttempt;
   a.text = "BM=16 BN=32 U=1";
   a.correct = true;
   a.score = 5.0;

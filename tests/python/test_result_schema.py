@@ -121,3 +121,20 @@ def test_cpu_matmul_evaluator_writes_only_contract_fields():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert set(mod.result(True, score=1.0, baseline_score=1.0)) <= set(schema()["properties"])
+
+
+def test_repo_eval_results_validate_with_their_baseline_at_the_top():
+    """The generic evaluator of repository tasks is standalone (it is copied into the tasks
+    `marathon init` writes) and spells the result itself: what it prints must be the contract."""
+    spec = importlib.util.spec_from_file_location("repo_eval", REPO / "harness/repo_eval.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ok = mod.result(True, score=2.5, metrics={"runs": 3}, log="ok", baseline_score=4.0)
+    ok["python"] = "/usr/bin/python3"  # what main() adds
+    validate(ok)
+    assert ok["baseline_score"] == 4.0 and "baseline_score" not in ok["metrics"]
+    assert set(ok) <= set(schema()["properties"])
+    assert EvalResult.from_dict(ok).to_dict()["baseline_score"] == 4.0
+    failed = mod.result(False, log="the check failed")
+    validate(failed)
+    assert set(failed) <= set(schema()["properties"])
