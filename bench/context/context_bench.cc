@@ -16,6 +16,7 @@
 #include "context/prompt_builder.h"
 #include "context/token_estimate.h"
 #include "core/fold.h"
+#include "policy/policy.h"
 
 using namespace marathon;
 using namespace marathon::context;
@@ -118,10 +119,12 @@ struct Run {
     if (compact) {
       if (cached) {
         CompactionPlan p = plan_compaction(*cache, state, events);
-        if (p.needed()) run_compaction(*cache, p, state, events, &summariser, io());
+        if (p.needed())
+          run_compaction(*cache, p, state, events, summariser_of(summariser, nullptr), io());
       } else {
         CompactionPlan p = plan_compaction(state, events, cfg, tools);
-        if (p.needed()) run_compaction(p, state, events, cfg, &summariser, io(), tools);
+        if (p.needed())
+          run_compaction(p, state, events, cfg, summariser_of(summariser, nullptr), io(), tools);
       }
     }
     double c1 = cpu_now(), w1 = wall_now();

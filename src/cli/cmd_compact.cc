@@ -58,7 +58,7 @@ int do_compact(const std::string& run_dir, bool now) {
   io.put_blob = [&](const std::string& bytes) { return store->put_blob(bytes); };
   io.get_blob = [&](const std::string& sha) { return store->get_blob(sha); };
   context::CompactionResult r =
-      context::run_compaction(plan, s, events, cfg, /*summariser=*/nullptr, io, tools);
+      context::run_compaction(plan, s, events, cfg, /*summariser=*/{}, io, tools);
   std::printf("compaction (manual, now): %s, source %s, %lld -> %lld tokens (estimate)\n",
               r.outcome.c_str(), r.source.c_str(), static_cast<long long>(r.tokens_before),
               static_cast<long long>(r.tokens_after));

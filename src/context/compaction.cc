@@ -175,18 +175,6 @@ struct OutputRef {
 
 }  // namespace
 
-bool is_context_length_error(const PolicyReply& reply) {
-  if (!reply.error) return false;
-  if (reply.error->kind == LlmErrorKind::kContextLength) return true;
-  std::string m = reply.error->message;
-  std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const char* needle : {"context length", "context_length", "maximum context",
-                             "prompt is too long", "too many tokens", "context window"}) {
-    if (m.find(needle) != std::string::npos) return true;
-  }
-  return false;
-}
-
 int64_t unit_budget_tokens(const Layout& layout, const ContextView& view,
                            const ContextConfig& config) {
   Layout fixed = layout;
@@ -209,9 +197,10 @@ std::string validate_summary(const std::string& text, const ContextConfig& confi
 
 namespace {
 
-PolicyRequest summary_request_from(std::span<const PreparedUnit> units, const State& state,
-                                   const ContextConfig& config, const std::string& previous_summary,
-                                   int64_t after_seq, int64_t through_seq, int64_t elided_through) {
+SummaryRequest summary_request_from(std::span<const PreparedUnit> units,
+                                    const ContextConfig& config,
+                                    const std::string& previous_summary, int64_t after_seq,
+                                    int64_t through_seq, int64_t elided_through) {
   const int64_t words = std::max<int64_t>(60, config.frac(config.max_summary) * 6 / 10);
   std::string user =
       "Previous summary:\n" +
@@ -220,22 +209,20 @@ PolicyRequest summary_request_from(std::span<const PreparedUnit> units, const St
   const int64_t input_cap =
       std::max<int64_t>(512, config.frac(0.5) - estimate_text_tokens(user) - 600);
   user += turns_text(units, through_seq, elided_through, input_cap, config);
-  PolicyRequest r;
+  SummaryRequest r;
   r.messages =
       json::array({json{{"role", "system"}, {"content", fmt::format(kSummariserSystem, words)}},
                    json{{"role", "user"}, {"content", std::move(user)}}});
-  r.tools = json::array();
-  r.state = &state;
   return r;
 }
 
 }  // namespace
 
-PolicyRequest summary_request(const State& state, const std::vector<Event>& events,
-                              const ContextConfig& config, const std::string& previous_summary,
-                              int64_t after_seq, int64_t through_seq, int64_t elided_through) {
+SummaryRequest summary_request(const std::vector<Event>& events, const ContextConfig& config,
+                               const std::string& previous_summary, int64_t after_seq,
+                               int64_t through_seq, int64_t elided_through) {
   PromptCache cache(config);
-  return summary_request_from(cache.units_after(events, after_seq), state, config, previous_summary,
+  return summary_request_from(cache.units_after(events, after_seq), config, previous_summary,
                               after_seq, through_seq, elided_through);
 }
 
@@ -433,13 +420,14 @@ CompactionPlan plan_compaction(PromptCache& cache, const State& state,
 
 CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
                                 const std::vector<Event>& events, const ContextConfig& config,
-                                Policy* summariser, const ContextIO& io, const json& tools) {
+                                const Summariser& summariser, const ContextIO& io,
+                                const json& tools) {
   PromptCache cache(config, tools);
   return run_compaction(cache, plan, state, events, summariser, io);
 }
 
 CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, const State& state,
-                                const std::vector<Event>& events, Policy* summariser,
+                                const std::vector<Event>& events, const Summariser& summariser,
                                 const ContextIO& io) {
   using A = CompactionPlan::Action;
   CompactionResult r;
@@ -552,8 +540,8 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
   std::string text;
   std::string model_error;
   if (plan.action == A::kSummarise) {
-    PolicyRequest req = summary_request_from(layout.units, state, config, c.summary, after,
-                                             plan.summarize_through, plan.elide_through);
+    SummaryRequest req = summary_request_from(layout.units, config, c.summary, after,
+                                              plan.summarize_through, plan.elide_through);
     if (plan.elide_through > c.elided_through && plan.trigger == "auto") {
       CompactionElided p;
       p.scope = base;
@@ -565,38 +553,42 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
       append(make_event(p));
     }
     req.interrupted = io.interrupted;
-    PolicyReply reply;
-    if (summariser == nullptr) {
-      reply.error = ModelError::make(LlmErrorKind::kUnavailable, "no summariser configured");
+    SummaryReply reply;
+    if (!summariser) {
+      reply.response.error =
+          ModelError::make(LlmErrorKind::kUnavailable, "no summariser configured");
     } else {
       try {
-        reply = summariser->next(req);
+        reply = summariser(req);
       } catch (const std::exception& e) {
-        reply.error = ModelError::make(LlmErrorKind::kException, e.what());
+        reply = SummaryReply{};
+        reply.response.error = ModelError::make(LlmErrorKind::kException, e.what());
       }
     }
-    if (reply.error && reply.error->kind == LlmErrorKind::kInterrupted) {
+    const std::optional<ModelError>& error = reply.response.error;
+    if (error && error->kind == LlmErrorKind::kInterrupted) {
       // Stopped by a signal: nothing is logged for the call; the next plan starts it again.
       r.outcome = "interrupted";
       r.tokens_after = plan.tokens_before;
       return r;
     }
-    const json msg = reply.message.is_object() ? reply.message : json::object();
-    text = reply.error ? "" : msg.value("content", "");
-    if (reply.error) {
-      model_error = reply.error->message.empty() ? json(*reply.error).dump() : reply.error->message;
+    const json& msg = reply.response.message;
+    if (!error && msg.is_object() && msg.contains("content") && msg.at("content").is_string()) {
+      text = msg.at("content").get<std::string>();
     }
-    if (summariser != nullptr) {
-      ModelResponse p = response_payload(reply);
+    if (error) model_error = error->message.empty() ? json(*error).dump() : error->message;
+    if (summariser) {
+      ModelResponse p = std::move(reply.response);
       p.purpose = ModelResponse::kPurposeCompaction;
       p.scope = base;
       p.message = json{{"content", text}};
       p.problems = nullptr;
+      p.usage_estimated = reply.usage_rejected.has_value();
       if (reply.usage_rejected) {
         LlmUsageRejected w = *reply.usage_rejected;
         w.purpose = ModelResponse::kPurposeCompaction;
-        w.provider = reply.provider;
-        w.model = reply.model;
+        w.provider = p.provider;
+        w.model = p.model;
         append(make_event(w));
       }
       append(make_event(p));

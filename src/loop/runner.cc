@@ -81,6 +81,7 @@ Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools,
                std::filesystem::path run_dir, RunnerHooks hooks)
     : store_(store),
       policy_(policy),
+      summarise_(summariser_of(policy, &state_)),
       tools_(tools),
       run_dir_(std::move(run_dir)),
       hooks_(std::move(hooks)) {
@@ -363,7 +364,7 @@ bool Runner::compact(context::Force force, bool cuts_only) {
     // run_compaction reads the state, the events and the cache only before its first append; the
     // appends update state_ and events_ (the cache reads them at its next update).
     context::CompactionResult r =
-        context::run_compaction(*prompt_cache_, plan, state_, events_, &policy_, io);
+        context::run_compaction(*prompt_cache_, plan, state_, events_, summarise_, io);
     appended = appended || !r.appended.empty();
     if (plan.action != context::CompactionPlan::Action::kCut) break;
   }

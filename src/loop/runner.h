@@ -116,6 +116,7 @@ class Runner {
 
   EventStore& store_;
   Policy& policy_;
+  context::Summariser summarise_;  // policy_ as compaction's summariser
   ToolRegistry& tools_;
   std::filesystem::path run_dir_;
   context::ContextConfig context_config_;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "context/summariser.h"
 #include "core/event.h"
 #include "core/events.h"
 #include "core/state.h"
@@ -51,18 +52,7 @@ struct PolicyReply {
 
 // What the log records of a reply (model.response), less the message, which the caller sets: the
 // conversation's turn normalised (loop), or a summary (context).
-inline events::ModelResponse response_payload(const PolicyReply& reply) {
-  events::ModelResponse p;
-  p.usage = {reply.prompt_tokens, reply.completion_tokens};
-  p.cost_usd = reply.cost_usd;
-  p.provider = reply.provider;
-  p.model = reply.model;
-  p.finish_reason = reply.finish_reason;
-  p.error = reply.error;
-  if (reply.problems.is_array()) p.problems = reply.problems;
-  p.usage_estimated = reply.usage_rejected.has_value();
-  return p;
-}
+events::ModelResponse response_payload(const PolicyReply& reply);
 
 class Policy {
  public:
@@ -70,5 +60,13 @@ class Policy {
   virtual std::string name() const = 0;
   virtual PolicyReply next(const PolicyRequest& request) = 0;
 };
+
+// `policy` as compaction's summariser: the summary request sent with no tools and the run's
+// state (`state`, which must outlive the function), the reply as its model.response.
+context::Summariser summariser_of(Policy& policy, const State* state);
+
+// True when a reply failed because the prompt was over the model's context length: the kind
+// says so, or the message does in one of the wordings providers use.
+bool is_context_length_error(const PolicyReply& reply);
 
 }  // namespace marathon

@@ -12,6 +12,7 @@
 #include "core/event_store.h"
 #include "core/fold.h"
 #include "core/run_dir.h"
+#include "policy/policy.h"
 
 using namespace marathon;
 
@@ -119,8 +120,8 @@ int main(int argc, char** argv) {
       if (plan.needed()) {
         std::printf("C\n");
         std::fflush(stdout);
-        context::run_compaction(plan, State(state), std::vector<Event>(events), cfg, &summariser,
-                                io);
+        context::run_compaction(plan, State(state), std::vector<Event>(events), cfg,
+                                summariser_of(summariser, nullptr), io);
       }
       context::Prompt p = context::build_prompt(state, events, cfg);
       std::printf("P %lld %s\n", static_cast<long long>(state.last_seq),

@@ -7,6 +7,7 @@
 #include "context/goal_block.h"
 #include "context/token_estimate.h"
 #include "log_builder.h"
+#include "policy/policy.h"
 
 namespace marathon::context {
 namespace {
@@ -132,7 +133,8 @@ TEST(Compaction, SummaryWhenElisionCannotFreeEnough) {
   ASSERT_EQ(p.action, CompactionPlan::Action::kSummarise);
   ScriptedSummariser s;
   Blobs blobs;
-  CompactionResult r = run_compaction(p, b.state, b.events, c, &s, io_for(b, blobs));
+  CompactionResult r =
+      run_compaction(p, b.state, b.events, c, summariser_of(s, nullptr), io_for(b, blobs));
   EXPECT_EQ(s.calls, 1);
   EXPECT_EQ(r.outcome, "compacted");
   EXPECT_EQ(r.source, "model");
@@ -164,7 +166,8 @@ TEST(Compaction, SummariserUsageThatWasNotBelievedIsLoggedAsSuch) {
   ScriptedSummariser s;
   s.usage_rejected = true;
   Blobs blobs;
-  CompactionResult r = run_compaction(p, b.state, b.events, c, &s, io_for(b, blobs));
+  CompactionResult r =
+      run_compaction(p, b.state, b.events, c, summariser_of(s, nullptr), io_for(b, blobs));
   EXPECT_EQ(r.outcome, "compacted");
   ASSERT_EQ(count(b, events::LlmUsageRejected::kType), 1);
   size_t at = 0;
@@ -191,7 +194,7 @@ TEST(Compaction, FailedSummariserFallsBackToAStructuralSummary) {
     if (mode == 3) s.throws = true;
     Blobs blobs;
     CompactionResult r = run_compaction(plan_compaction(b.state, b.events, c), b.state, b.events, c,
-                                        &s, io_for(b, blobs));
+                                        summariser_of(s, nullptr), io_for(b, blobs));
     EXPECT_EQ(r.outcome, "compacted") << mode;
     EXPECT_EQ(r.source, "structural") << mode;
     ASSERT_TRUE(b.state.summary.has_value());
@@ -243,7 +246,7 @@ TEST(Compaction, ManualRequestIsServedEvenUnderTheThresholdAndClearsTheRequest) 
   EXPECT_EQ(p.trigger, "manual");
   ScriptedSummariser s;
   Blobs blobs;
-  run_compaction(p, b.state, b.events, c, &s, io_for(b, blobs));
+  run_compaction(p, b.state, b.events, c, summariser_of(s, nullptr), io_for(b, blobs));
   EXPECT_EQ(b.state.pending_compaction_request, 0);
   EXPECT_EQ(b.events.back().type, events::CompactionInstalled::kType);
   EXPECT_EQ(b.events.back().payload["trigger"], "manual");
@@ -259,7 +262,8 @@ TEST(Compaction, OverflowCompactsHarderThanTheThresholdWould) {
   EXPECT_EQ(p.reason, "context_length_error");
   ScriptedSummariser s;
   Blobs blobs;
-  CompactionResult r = run_compaction(p, b.state, b.events, c, &s, io_for(b, blobs));
+  CompactionResult r =
+      run_compaction(p, b.state, b.events, c, summariser_of(s, nullptr), io_for(b, blobs));
   EXPECT_LT(r.tokens_after, r.tokens_before / 2);
 }
 
@@ -285,7 +289,7 @@ TEST(Compaction, ResumeFinishesAnInterruptedCompactionWithoutAskingTheModelAgain
     Blobs blobs;
     const size_t before = full.events.size();
     CompactionPlan p = plan_compaction(full.state, full.events, c);
-    run_compaction(p, full.state, full.events, c, &s, io_for(full, blobs));
+    run_compaction(p, full.state, full.events, c, summariser_of(s, nullptr), io_for(full, blobs));
     // Rebuild the log as the crash left it: everything up to the cut.
     LogBuilder crashed;
     size_t stage2_seen = 0;
@@ -302,7 +306,8 @@ TEST(Compaction, ResumeFinishesAnInterruptedCompactionWithoutAskingTheModelAgain
     CompactionPlan resume = plan_compaction(crashed.state, crashed.events, c);
     EXPECT_EQ(resume.reason, "resume");
     ScriptedSummariser s2;
-    run_compaction(resume, crashed.state, crashed.events, c, &s2, io_for(crashed, blobs));
+    run_compaction(resume, crashed.state, crashed.events, c, summariser_of(s2, nullptr),
+                   io_for(crashed, blobs));
     EXPECT_EQ(s2.calls, 0) << cut_after;
     ASSERT_TRUE(crashed.state.summary.has_value());
     EXPECT_EQ(crashed.state.summary->text, full.state.summary->text);
@@ -314,13 +319,11 @@ TEST(Compaction, ResumeFinishesAnInterruptedCompactionWithoutAskingTheModelAgain
 
 TEST(Compaction, SummaryRequestCarriesPreviousSummaryAndTheTurns) {
   LogBuilder b = long_log(5, 32000);
-  PolicyRequest r =
-      summary_request(b.state, b.events, window(32000), "EARLIER", 0, b.events.back().seq, 0);
+  SummaryRequest r = summary_request(b.events, window(32000), "EARLIER", 0, b.events.back().seq, 0);
   std::string all = r.messages.dump();
   EXPECT_TRUE(contains(all, "EARLIER"));
   EXPECT_TRUE(contains(all, "Trying variant 4"));
   EXPECT_TRUE(contains(all, "write_file"));
-  EXPECT_TRUE(r.tools.empty());
 }
 
 }  // namespace

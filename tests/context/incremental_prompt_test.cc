@@ -58,8 +58,8 @@ Counts compare_over_run(int64_t window, unsigned seed, int steps, bool compact) 
           plan, plan_compaction(log.b.state, log.b.events, log.config, log.tools, force), step);
       if (plan.needed()) {
         n.overflow += force == Force::kOverflow;
-        CompactionResult r =
-            run_compaction(cache, plan, log.b.state, log.b.events, &log.summariser, log.io());
+        CompactionResult r = run_compaction(cache, plan, log.b.state, log.b.events,
+                                            summariser_of(log.summariser, nullptr), log.io());
         n.elisions += r.source == "elision";
         n.summaries += r.source == "model" || r.source == "structural";
         n.noops += r.outcome == "noop";

@@ -8,6 +8,7 @@
 #include "context/goal_block.h"
 #include "context/token_estimate.h"
 #include "log_builder.h"
+#include "policy/policy.h"
 
 namespace marathon::context {
 namespace {
@@ -77,7 +78,8 @@ TEST(LongRun, TwelveHundredToolCallsStayInsideA32kWindowAndRememberStepFifty) {
   int64_t max_tokens = 0, max_bytes = 0;
   for (int step = 0; step < 1200; ++step) {
     CompactionPlan plan = plan_compaction(b.state, b.events, c, tools);
-    if (plan.needed()) run_compaction(plan, b.state, b.events, c, &summariser, io, tools);
+    if (plan.needed())
+      run_compaction(plan, b.state, b.events, c, summariser_of(summariser, nullptr), io, tools);
     Prompt p = build_prompt(b.state, b.events, c, tools);
     const std::string bytes = p.messages.dump() + tools.dump();
     max_tokens = std::max(max_tokens, p.tokens_estimate);

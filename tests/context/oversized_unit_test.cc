@@ -9,6 +9,7 @@
 #include "context/prompt_builder.h"
 #include "context/token_estimate.h"
 #include "log_builder.h"
+#include "policy/policy.h"
 
 namespace marathon::context {
 namespace {
@@ -73,7 +74,8 @@ Prompt step(PromptCache& cache, LogBuilder& b, Policy& summariser, Blobs& blobs,
   for (int round = 0; round < 2; ++round) {
     CompactionPlan plan = plan_compaction(cache, b.state, b.events, force);
     if (!plan.needed()) break;
-    run_compaction(cache, plan, b.state, b.events, &summariser, io_for(b, blobs));
+    run_compaction(cache, plan, b.state, b.events, summariser_of(summariser, nullptr),
+                   io_for(b, blobs));
   }
   return build_prompt(cache, b.state, b.events);
 }

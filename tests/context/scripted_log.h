@@ -15,6 +15,7 @@
 #include "context/compaction.h"
 #include "context/token_estimate.h"
 #include "log_builder.h"
+#include "policy/policy.h"
 
 namespace marathon::context::testing {
 

@@ -1,4 +1,4 @@
-#include "llm/llm_policy.h"
+#include "policy/llm_policy.h"
 
 namespace marathon {
 
