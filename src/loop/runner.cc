@@ -8,11 +8,12 @@
 
 #include "context/compaction.h"
 #include "context/prompt_builder.h"
+#include "context/prompt_texts.h"
 #include "context/transcript.h"
 #include "core/checkpoint.h"
 #include "core/fold.h"
 #include "goal/budget.h"
-#include "tools/json_schema.h"
+#include "loop/stops.h"
 
 namespace marathon {
 
@@ -40,17 +41,6 @@ int64_t system_now_us() {
       .count();
 }
 
-std::string interrupted_message(const std::string& tool) {
-  return fmt::format(
-      "interrupted: the runner stopped while `{}` was running and it was not re-run on resume "
-      "(it is not idempotent). Its effects, if any, are unknown: check before you retry it.",
-      tool);
-}
-
-bool target_met(const State& s) {
-  return marathon::target_met(s.goal.direction, s.best_score, s.goal.target);
-}
-
 NewEvent user_message(std::string reason, std::string content) {
   UserMessage m;
   m.reason = std::move(reason);
@@ -65,17 +55,6 @@ std::string best_text(const State& s) {
 }
 
 }  // namespace
-
-ToolResult run_tool_safely(Tool& tool, const json& args, ToolContext& ctx) {
-  try {
-    return tool.run(args, ctx);
-  } catch (const std::exception& e) {
-    ToolResult r;
-    r.ok = false;
-    r.output = fmt::format("{} failed: {}", tool.name(), e.what());
-    return r;
-  }
-}
 
 Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools,
                std::filesystem::path run_dir, RunnerHooks hooks)
@@ -149,7 +128,9 @@ ToolContext Runner::tool_context() {
 }
 
 std::optional<RunReport> Runner::check_stops() {
-  if (state_.done) return RunReport{RunOutcome::kFinished, state_.finish_reason};
+  BudgetUsed used = state_.used;
+  used.wall_s = wall_s();
+  const StopDecision d = decide_stop(state_, used, hooks_.interrupted && hooks_.interrupted());
   auto pause = [this](const std::string& reason, const std::string& message) {
     append({make_event(RunPaused{reason, message})});
     return RunReport{RunOutcome::kPaused, reason};
@@ -158,57 +139,36 @@ std::optional<RunReport> Runner::check_stops() {
     append({make_event(RunFinished{reason, summary})});
     return RunReport{RunOutcome::kFinished, reason};
   };
-  if (hooks_.interrupted && hooks_.interrupted()) {
-    return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
+  using K = StopDecision::Kind;
+  switch (d.kind) {
+    case K::kDone:
+      return RunReport{RunOutcome::kFinished, state_.finish_reason};
+    case K::kInterrupted:
+      return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
+    case K::kGoalPaused:
+      return pause("goal_paused",
+                   "the goal is paused; `marathon goal resume` then `marathon resume`");
+    case K::kGoalCleared:
+      return finish("goal_cleared", "the goal was cleared");
+    case K::kTarget:
+      return finish("target", fmt::format("target {:.4g} reached: {}", *state_.goal.target,
+                                          best_text(state_)));
+    case K::kBudget:
+      return finish("budget",
+                    fmt::format("{} budget used up ({:.6g} of {:.6g}); {}", d.exhausted->which,
+                                d.exhausted->used, d.exhausted->limit, best_text(state_)));
+    case K::kNone:
+      break;
   }
-  if (state_.goal.status == GoalStatus::kPaused) {
-    return pause("goal_paused",
-                 "the goal is paused; `marathon goal resume` then `marathon resume`");
+  std::vector<NewEvent> notes;
+  for (const BudgetItem& b : d.notes) {
+    notes.push_back(make_event(BudgetWarned{b.which, b.used, b.limit}));
+    notes.push_back(user_message(
+        UserMessage::kBudget,
+        context::budget_note(b.which, 100 * b.fraction(), budget_line(state_.limits, used))));
   }
-  if (state_.goal.status == GoalStatus::kCleared)
-    return finish("goal_cleared", "the goal was cleared");
-  if (target_met(state_)) {
-    return finish("target",
-                  fmt::format("target {:.4g} reached: {}", *state_.goal.target, best_text(state_)));
-  }
-  BudgetUsed used = state_.used;
-  used.wall_s = wall_s();
-  if (auto over = exhausted_budget(state_.limits, used)) {
-    return finish("budget", fmt::format("{} budget used up ({:.6g} of {:.6g}); {}", over->which,
-                                        over->used, over->limit, best_text(state_)));
-  }
-  std::vector<NewEvent> warnings;
-  for (const BudgetItem& b : budgets_to_warn(state_.limits, used, state_.budget_warnings)) {
-    warnings.push_back(make_event(BudgetWarned{b.which, b.used, b.limit}));
-    warnings.push_back(
-        user_message(UserMessage::kBudget,
-                     fmt::format("Budget note: {} is at {:.0f}% of its limit ({}). Wrap up: "
-                                 "evaluate your best idea, note what you learned, and call "
-                                 "`finish` with a summary before the run is stopped.",
-                                 b.which, 100 * b.fraction(), budget_line(state_.limits, used))));
-  }
-  if (!warnings.empty()) append(std::move(warnings));
+  if (!notes.empty()) append(std::move(notes));
   return std::nullopt;
-}
-
-std::string Runner::effective_tool_error(const LoggedToolCall& call, json* args) {
-  const Tool* tool = tools_.find(call.name);
-  if (!tool) {
-    std::string valid;
-    for (const std::string& n : tools_.names()) valid += (valid.empty() ? "" : ", ") + n;
-    return fmt::format("error: unknown tool \"{}\"; the tools are: {}", call.name, valid);
-  }
-  std::string error;
-  std::optional<json> parsed = parse_tool_arguments(call.name, call.arguments, &error);
-  if (!parsed) return "error: " + error;
-  *args = std::move(*parsed);
-  std::vector<std::string> problems = validate_schema(*args, tool->parameters());
-  if (!problems.empty()) {
-    std::string out = fmt::format("error: invalid arguments for `{}`:", call.name);
-    for (const std::string& p : problems) out += "\n- " + p;
-    return out + "\nexpected schema: " + tool->parameters().dump();
-  }
-  return "";
 }
 
 namespace {
@@ -246,13 +206,12 @@ std::vector<NewEvent> with_effects(const ToolFinished& finished, const Event& st
 Runner::PreparedCall Runner::prepare_call(const LoggedToolCall& call, int64_t turn) {
   PreparedCall p;
   p.call = call;
-  p.args = json::object();
-  p.error = effective_tool_error(call, &p.args);
+  p.checked = tools_.check(call.name, call.arguments);
   p.turn = turn;
   ToolStarted started;
   started.call_id = call.id;
   started.name = call.name;
-  started.arguments = p.error.empty() ? p.args : json(call.arguments);
+  started.arguments = p.checked.ok() ? p.checked.arguments : json(call.arguments);
   started.turn = turn;
   started.index = static_cast<int64_t>(call.index);
   p.started = make_event(started);
@@ -264,9 +223,9 @@ void Runner::execute_call(const PreparedCall& p, const Event& started) {
   auto t0 = std::chrono::steady_clock::now();
   ToolResult result;
   bool interrupted = false;
-  if (!p.error.empty()) {
+  if (!p.checked.ok()) {
     result.ok = false;
-    result.output = p.error;
+    result.output = p.checked.error;
   } else if (std::optional<LoggedResult> logged =
                  hooks_.logged_result ? hooks_.logged_result(p.turn, call.index, call.name)
                                       : std::nullopt) {
@@ -275,7 +234,7 @@ void Runner::execute_call(const PreparedCall& p, const Event& started) {
   } else {
     ToolContext ctx = tool_context();
     Timer t(&stats_.tools_s);
-    result = run_tool_safely(*tools_.find(call.name), p.args, ctx);
+    result = ToolRegistry::run(*p.checked.tool, p.checked.arguments, ctx);
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ToolFinished fin = finished_payload(call.id, call.name, result, elapsed);
@@ -308,12 +267,12 @@ void Runner::recover_in_flight() {
       spdlog::info("resume: re-running `{}` ({}), in flight when the run stopped", t.name,
                    t.call_id);
       ToolContext ctx = tool_context();
-      result = run_tool_safely(*tool, t.arguments, ctx);
+      result = ToolRegistry::run(*tool, t.arguments, ctx);
     } else {
       spdlog::info("resume: `{}` ({}) was in flight; reported to the model as interrupted", t.name,
                    t.call_id);
       result.ok = false;
-      result.output = interrupted_message(t.name);
+      result.output = context::interrupted_tool_output(t.name);
     }
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ToolFinished fin = finished_payload(t.call_id, t.name, result, elapsed);
@@ -337,13 +296,9 @@ std::optional<RunReport> Runner::start_goal_turn() {
   }
   BudgetUsed used = state_.used;
   used.wall_s = wall_s();
-  std::string text = fmt::format(
-      "You stopped without calling `finish`, but the goal is still open and budget remains "
-      "({}). Progress so far: {}; {} evaluation(s) since the last improvement. Keep working "
-      "toward the goal: try the next idea, evaluate it, note what you learn. Call `finish` "
-      "with a summary only when you are done.",
-      budget_line(state_.limits, used), best_text(state_), state_.evals_since_improvement);
-  append({user_message(UserMessage::kGoalTurn, text)});
+  append({user_message(UserMessage::kGoalTurn,
+                       context::goal_turn_note(budget_line(state_.limits, used), best_text(state_),
+                                               state_.evals_since_improvement))});
   return std::nullopt;
 }
 
@@ -372,15 +327,7 @@ bool Runner::compact(context::Force force, bool cuts_only) {
 }
 
 bool Runner::stop_or_note_due(const BudgetUsed& used) const {
-  // What check_stops() would act on, with `used` as the budget use.
-  if (state_.done) return true;
-  if (hooks_.interrupted && hooks_.interrupted()) return true;
-  if (state_.goal.status == GoalStatus::kPaused || state_.goal.status == GoalStatus::kCleared) {
-    return true;
-  }
-  if (target_met(state_)) return true;
-  if (exhausted_budget(state_.limits, used)) return true;
-  return !budgets_to_warn(state_.limits, used, state_.budget_warnings).empty();
+  return decide_stop(state_, used, hooks_.interrupted && hooks_.interrupted()).acts();
 }
 
 std::optional<RunReport> Runner::ask_policy() {
@@ -497,10 +444,7 @@ std::optional<RunReport> Runner::ask_policy() {
     return RunReport{RunOutcome::kFailed, "model_unavailable"};
   }
   if (error.kind == LlmErrorKind::kMalformed) {
-    append({user_message(UserMessage::kModelError,
-                         fmt::format("Your previous reply could not be used ({}). Reply again: "
-                                     "text and/or tool calls with JSON arguments.",
-                                     message))});
+    append({user_message(UserMessage::kModelError, context::unusable_reply_note(message))});
   }
   return std::nullopt;
 }

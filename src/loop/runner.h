@@ -91,9 +91,8 @@ class Runner {
   // A tool call checked and ready to log: its tool.started event and what running it needs.
   struct PreparedCall {
     LoggedToolCall call;
-    json args;          // parsed and schema-checked arguments (when error is empty)
-    std::string error;  // why the call cannot run (logged as its result)
-    int64_t turn = 0;   // model responses up to and including the one that asked for it
+    CheckedCall checked;  // the registry's check: the tool and arguments, or why it cannot run
+    int64_t turn = 0;     // model responses up to and including the one that asked for it
     NewEvent started;
   };
 
@@ -112,7 +111,6 @@ class Runner {
   std::optional<RunReport> ask_policy();
   std::optional<RunReport> start_goal_turn();
   ToolContext tool_context();
-  std::string effective_tool_error(const LoggedToolCall& call, json* args);
 
   EventStore& store_;
   Policy& policy_;
@@ -129,8 +127,5 @@ class Runner {
   bool context_retry_used_ = false;
   RunnerStats stats_;
 };
-
-// Runs one tool with its arguments already parsed and checked, catching anything it throws.
-ToolResult run_tool_safely(Tool& tool, const json& args, ToolContext& ctx);
 
 }  // namespace marathon
