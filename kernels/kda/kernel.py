@@ -16,12 +16,14 @@ chunk), Gamma_i = exp(G_i), S0 the state entering the chunk:
 Kernel 1 (`_kda_intra`, one program per chunk and head, fully parallel) computes the cumulative
 gates (in the log2 domain, as products with a constant 0/1 matrix), writes qg = scale q * Gamma,
 kd = k * exp(G_63 - G) (bf16), exp(G_63) (float32) and Aqk (bf16), and accumulates A in registers.
-The decay exp(G_i - G_j) is split as exp(G_i - m_I) * exp(m_I - G_j) with m_I the cumulative gate
-at the midpoint of row i's 16-row sub-chunk I and the column side zero past that sub-chunk; the
-four sub-chunks are one batched product [4, 16, BK] @ [4, BK, 64]: sub-chunk I's rows against its
-own column tile, with fp16 operands. That fast form holds while every factor lies in
-2^(+-FAST_SPAN) (per-step log decays above about -0.7 on average over 8 steps; the task's mild
-gates stay within 2^2.3). A chunk where one does not is done again by the same kernel compiled
+The decay exp(G_i - G_j) is split as exp(G_i - r_I) * exp(r_I - G_j) with r_I the cumulative gate
+at the first row of row i's 16-row sub-chunk I. Left of sub-chunk I both factors are <= 1: the
+four sub-chunks are one batched product [4, 16, BK] @ [4, BK, 64] (sub-chunk I's rows against its
+own column tile, zero from column 16 I on) with fp16 operands, exact for any gates. Within it
+(the 16x16 diagonal blocks) the column factor is >= 1: a [4, 16, BK] @ [4, BK, 16] product with
+tf32 operands (fp16's precision, float32's range), exact while the sub-chunk's decay stays above
+2^-109 (per-step log decays above -5 on average: FLA's safe-gate range, and its test gates, about
+-0.8). That is the fast form. A chunk where it overflows is done again by the same kernel compiled
 with STRONG, launched second: A and Aqk with every pair's decay split where both factors are <= 1
 (_pairs_by_halves), so any gates g <= 0 give finite, accurate results (gates are clamped where the
 decay is 0 in float32 anyway, GMIN). Then it solves, in registers: each warp inverts its
@@ -112,13 +114,29 @@ def _bf(x, INTERP: tl.constexpr):
 
 
 @triton.jit
+def _tf32(x, INTERP: tl.constexpr):
+    """float32 x as a tf32 matrix-product operand (10 mantissa bits, float32's range), rounded to
+    nearest (ties away from zero): half a tf32 unit added to the bits, the low 13 of which the
+    tensor cores then ignore (they truncate; truncated, the weak-decay family's error on o rose
+    from 4.48e-3 to 4.60e-3); the interpreter, which multiplies in float32, clears them. An inf
+    becomes a NaN: still not finite, which is all the fast form's flag needs."""
+    b = x.to(tl.uint32, bitcast=True) + 0x1000
+    if INTERP:
+        b = b & 0xFFFFE000
+    return b.to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _mmx(a, b, acc, PREC: tl.constexpr, INTERP: tl.constexpr):
     """acc + a @ b with float32 accumulation, the operands rounded to PREC: "bf16" (8 bits of
-    mantissa, float32's range) or "fp16" (11 bits, 8x as accurate, for operands known to lie
+    mantissa, float32's range), "fp16" (11 bits, 8x as accurate, for operands known to lie
     within fp16's range: below 65504, and far enough above 2^-14 that its denormals cost nothing
-    that matters). The same tensor-core instruction either way."""
+    that matters), both on the same tensor-core instruction, or "tf32" (fp16's 11 bits with
+    float32's range, an instruction of half the depth: for small products)."""
     if PREC == "bf16":
         return acc + tl.dot(_bf(a, INTERP), _bf(b, INTERP))
+    elif PREC == "tf32":
+        return acc + tl.dot(_tf32(a, INTERP), _tf32(b, INTERP), input_precision="tf32")
     else:
         return acc + tl.dot(a.to(tl.float16), b.to(tl.float16))
 
@@ -144,9 +162,11 @@ LOG2E = tl.constexpr(1.4426950408889634)
 @triton.jit
 def _ex2(x, INTERP: tl.constexpr):
     """2^x; on the GPU the bare ex2.approx.ftz instruction (no denormal fix-up: the results that
-    matter here are far from the denormal range)."""
+    matter here are far from the denormal range), which flushes a result below 2^-126 to 0: so
+    does the interpreter here."""
     if INTERP:
-        return tl.exp2(x)
+        e = tl.exp2(x)
+        return tl.where(e < 1.1754943508222875e-38, 0.0, e)
     else:
         return tl.inline_asm_elementwise(
             "ex2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1
@@ -179,13 +199,20 @@ def _chunk_rows(c, ctab, T, VARLEN: tl.constexpr):
 # there changes no result and keeps the cumulative sums finite and small enough (|G| <= 64 * 150)
 # for their differences to keep float32's precision.
 GMIN = tl.constexpr(-150.0)
-# The fast form (the midpoint split, fp16 operands) is used while every factor 2^(G_i - m),
-# 2^(m - G_j) lies in 2^(+-FAST_SPAN): the operands, at most |k| 2^8 and |scale q| 2^8, stay below
-# fp16's 65504 for |scale q| < 256 (past that, Aqk's sum is not finite and the chunk is flagged
-# too), and an operand that falls among fp16's denormals (steps of 2^-24) meets a factor of at
-# most 2^8 on the other side: at most 2^-17 |k| off per term, below bf16's rounding of a typical
-# term. The task's mild gates reach 2^2.3.
-FAST_SPAN = tl.constexpr(8.0)
+# The fast form splits each decay at the row's sub-chunk start r = G_{16 I}:
+# 2^(G_i - G_j) = 2^(G_i - r) 2^(r - G_j). Left of the sub-chunk (j < 16 I) both factors are <= 1:
+# the fp16 operands overflow only for |scale q| past 65504 (Aqk's sum is then not finite and the
+# chunk is flagged), and one that falls among fp16's denormals (steps of 2^-24) stands for a
+# product below 2^-24 |k|. In the diagonal blocks the column factor 2^(r - G_j) >= 1 grows with the
+# sub-chunk's decay; their operands are tf32 (float32's range), the column side scaled by
+# 2^DIAG_SHIFT (undone after the loop), so that it overflows to inf, and the chunk is flagged,
+# once a factor reaches 2^(128 - DIAG_SHIFT) = 2^109. Below that, a row operand x 2^(G_i - r) that
+# flushes to 0 (under 2^-126) stands for a product below 2^-126 2^109 = 2^-17, the fp16 bound of
+# the form before (below bf16's rounding of a typical term). 2^-109 over the 15 steps from a
+# sub-chunk's first row to its last is a log decay of -5.04 a step: gates g >= -5 (FLA's safe-gate
+# range) never leave the fast form.
+DIAG_SHIFT = tl.constexpr(19.0)
+DIAG_UNSHIFT = tl.constexpr(2.0**-19)
 
 
 @triton.jit
@@ -257,16 +284,16 @@ def _kda_intra(
     kd = k e^(G_63 - G) (bf16), e^(G_63) (float32), Aqk (bf16), w and u (bf16) to the chunk's
     rows of the padded buffers. Gates in the log2 domain (g log2 e), exponentials as bare ex2.
 
-    The four 16-row sub-chunks are one batched product [4, 16, BK] @ [4, BK, 64], sub-chunk I's
-    rows against its own column tile k_j 2^(m_I - G_j) (zero past sub-chunk I).
-
-    The fast form: that split with fp16 operands, exact while every factor lies in
-    2^(+-FAST_SPAN). Each program records in flags[bh, c] whether its chunk left that range (or
-    its Aqk product overflowed: |scale q| past fp16's range) and then stops; the same kernel
-    compiled with STRONG, launched after it, redoes exactly those chunks (the others return at
-    once) with A and Aqk from _pairs_by_halves, which holds for any gates, and writes Aqk, w and
-    u (qg, kd and e^(G_63) are right from the first launch, whatever the gates). A kernel of its
-    own, so that the fast form keeps its registers.
+    The fast form: each decay split at the row's sub-chunk start r_I (see DIAG_SHIFT). The four
+    16-row sub-chunks are one batched product [4, 16, BK] @ [4, BK, 64] with fp16 operands,
+    sub-chunk I's rows x_i 2^(G_i - r_I) against its own column tile k_j 2^(r_I - G_j), zero from
+    column 16 I on; the diagonal blocks one [4, 16, BK] @ [4, BK, 16] with tf32 operands, the same
+    rows against k_j 2^(r_I - G_j + DIAG_SHIFT). Each program records in flags[bh, c] whether
+    Aqk's sum is not finite (a diagonal-block factor reached 2^109, or |scale q| passed fp16's
+    range) and then stops; the same kernel compiled with STRONG, launched after it, redoes exactly
+    those chunks (the others return at once) with A and Aqk from _pairs_by_halves, which holds for
+    any gates, and writes Aqk, w and u (qg, kd and e^(G_63) are right from the first launch,
+    whatever the gates). A kernel of its own, so that the fast form keeps its registers.
 
     TMA: q, k, g, v tiles loaded and qg, kd, Aqk, u stored through tensor descriptors (QD ... UD;
     the inputs as [B, T, H * K], rows past T zero-filled), instead of per-element pointers. kb is
@@ -299,10 +326,9 @@ def _kda_intra(
     i4 = tl.arange(0, 4)
     A3 = tl.zeros([4, 16, 64], tl.float32)
     P3 = tl.zeros([4, 16, 64], tl.float32)
-    # column j of block I's tile is used for j <= 16 I + 15
-    cmask = r[None, :, None] <= 16 * i4[:, None, None] + 15
-    span = tl.zeros([4, 16, BK], tl.float32)  # the largest |G_i - m_I| of each element, over the K slices
-    Ad = tl.zeros([4, 16, 16], tl.float32)  # (STRONG) the diagonal blocks of A and Aqk
+    # column j of block I's tile is used for j < 16 I (the diagonal block apart)
+    cmask = r[None, :, None] < 16 * i4[:, None, None]
+    Ad = tl.zeros([4, 16, 16], tl.float32)  # the diagonal blocks of A and Aqk
     Pd = tl.zeros([4, 16, 16], tl.float32)
     for ks in range(0, K, BK):
         if TMA:
@@ -335,25 +361,28 @@ def _kda_intra(
             else:
                 _put(kd_out + o_row * K + ks, p0, K, kd, 64, BK, INTERP)
             G3 = tl.reshape(G, [4, 16, BK])
-            m4 = tl.sum(tl.where((r16 == 7)[None, :, None], G3, 0.0), axis=1)  # [4, BK]
-            dm3 = G3 - m4[:, None, :]
-            span = tl.maximum(span, tl.abs(dm3))  # (elementwise: no reduction in the loop)
-            e3 = _ex2(dm3, INTERP)
+            r4 = tl.sum(tl.where((r16 == 0)[None, :, None], G3, 0.0), axis=1)  # [4, BK]: G_{16 I}
+            dr3 = r4[:, None, :] - G3  # >= 0
+            e3 = _ex2(-dr3, INTERP)
             kr3 = tl.reshape(kbe, [4, 16, BK]) * e3
             qr3 = tl.reshape(qs, [4, 16, BK]) * e3
-            C3 = tl.where(cmask, k64[None, :, :] * _ex2(m4[:, None, :] - G[None, :, :], INTERP), 0.0)
+            Cd = tl.permute(tl.reshape(k64, [4, 16, BK]) * _ex2(dr3 + DIAG_SHIFT, INTERP), (0, 2, 1))
+            Ad = _mmx(kr3, Cd, Ad, "tf32", INTERP)
+            Pd = _mmx(qr3, Cd, Pd, "tf32", INTERP)
+            C3 = tl.where(cmask, k64[None, :, :] * _ex2(r4[:, None, :] - G[None, :, :], INTERP), 0.0)
             Ct = tl.permute(C3, (0, 2, 1))
             A3 = _mmx(kr3, Ct, A3, "fp16", INTERP)
             P3 = _mmx(qr3, Ct, P3, "fp16", INTERP)
 
-    if STRONG:
-        on_diag = i4[:, None, None, None] == i4[None, None, :, None]  # [4, 1, 4, 1]
-        A3 += tl.reshape(tl.where(on_diag, Ad[:, :, None, :], 0.0), [4, 16, 64])
-        P3 += tl.reshape(tl.where(on_diag, Pd[:, :, None, :], 0.0), [4, 16, 64])
-    else:
-        # a factor out of fp16's range (or |scale q| so large that Aqk's operands overflowed: the
-        # sum is then inf or NaN): the STRONG kernel does this chunk
-        strong = (tl.max(span) > FAST_SPAN) | ((tl.sum(tl.abs(P3)) < float("inf")) == 0)
+    if not STRONG:  # (STRONG's diagonal blocks hold only their pairs j < i)
+        Ad = tl.where(r16[None, None, :] < r16[None, :, None], Ad * DIAG_UNSHIFT, 0.0)
+        Pd = tl.where(r16[None, None, :] <= r16[None, :, None], Pd * DIAG_UNSHIFT, 0.0)
+    on_diag = i4[:, None, None, None] == i4[None, None, :, None]  # [4, 1, 4, 1]
+    P3 += tl.reshape(tl.where(on_diag, Pd[:, :, None, :], 0.0), [4, 16, 64])
+    if not STRONG:
+        # a diagonal-block factor past 2^109, or |scale q| past fp16's range (the sum is then inf
+        # or NaN): the STRONG kernel does this chunk
+        strong = (tl.sum(tl.abs(P3)) < float("inf")) == 0
         tl.store(flags + bh * NT + c, strong.to(tl.int32))
         if strong:
             return
@@ -365,7 +394,7 @@ def _kda_intra(
     # each sub-chunk's own 16 x 16 block inverted where it lies (block I of A3 is the warp's);
     # fp16 holds it: |A| <= 1, so the entries of D^2, D^4, D^8 and of the partial inverses are at
     # most 14, 364, 3432 and 2^14 (the paths through a 16 x 16 strictly lower block)
-    A = tl.reshape(_diag_inverse(A3, "fp16", INTERP), [64, 64])
+    A = tl.reshape(_diag_inverse(A3, Ad, "fp16", INTERP), [64, 64])
     D = tl.where(ri // 16 == rj // 16, A, 0.0)
     Zf = _z_of(D, A - D, (ri == rj).to(tl.float32), "bf16", INTERP)
     Z = _bf(Zf, INTERP)
@@ -394,17 +423,14 @@ def _kda_intra(
 
 
 @triton.jit
-def _diag_inverse(A3, SPREC: tl.constexpr, INTERP: tl.constexpr):
-    """[4, 16, 64] rows of A by sub-chunk (block I's columns past 16 I + 15 are zero) to the same
-    rows with each diagonal block D_I (strictly lower) replaced by (I + D_I)^-1 =
-    (I - D)(I + D^2)(I + D^4)(I + D^8), as [4, 16, 16] batched products; the blocks left of the
-    diagonal stay as they are."""
+def _diag_inverse(A3, D, SPREC: tl.constexpr, INTERP: tl.constexpr):
+    """[4, 16, 64] rows of A by sub-chunk, the diagonal blocks D_I ([4, 16, 16], strictly lower)
+    apart (A3 zero there and past them), to the same rows with (I + D_I)^-1 =
+    (I - D)(I + D^2)(I + D^4)(I + D^8) in the diagonal blocks, as [4, 16, 16] batched products."""
     i4 = tl.arange(0, 4)
     r16 = tl.arange(0, 16)
     A4 = tl.reshape(A3, [4, 16, 4, 16])
     on_diag = i4[:, None, None, None] == i4[None, None, :, None]  # [4, 1, 4, 1]
-    D = tl.sum(tl.where(on_diag, A4, 0.0), axis=2)
-    D = tl.where(r16[None, None, :] < r16[None, :, None], D, 0.0)
     eye = (r16[None, :, None] == r16[None, None, :]).to(tl.float32)
     Di = _unit_lower_inverse(D, eye, SPREC, INTERP)
     return tl.reshape(tl.where(on_diag, Di[:, :, None, :], A4), [4, 16, 64])

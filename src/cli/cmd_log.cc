@@ -53,8 +53,7 @@ class SigintGuard {
 };
 
 std::string human_line(const Event& e) {
-  std::string payload = e.payload.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (payload.size() > 160) payload = payload.substr(0, 157) + "...";
+  std::string payload = payload_preview(e, 160);
   // HH:MM:SS.mmm of the RFC 3339 time.
   std::string t = format_rfc3339_us(e.recorded_at_us).substr(11, 12);
   return fmt::format("{:>7}  {}  {:<22} {}", e.seq, t, e.type, payload);

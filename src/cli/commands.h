@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace marathon::cli {
 
@@ -34,5 +35,13 @@ void register_goal(CLI::App& app);     // marathon goal set|edit|pause|resume|cl
 void register_compact(CLI::App& app);  // marathon compact RUN_DIR
 void register_eval(CLI::App& app);     // marathon eval TASK_DIR [--candidate DIR] [--json]
 void register_init(CLI::App& app);     // marathon init TASK_DIR --repo PATH --metric CMD ...
+void register_serve(CLI::App& app);    // marathon serve [--runs DIR] [--port P] [--bind ADDR]
+void register_report(CLI::App& app);   // marathon report RUN_DIR -o FILE
+void register_runs(CLI::App& app);     // marathon runs [DIR] [--json]
+void register_stop(CLI::App& app);     // marathon stop RUN_DIR [REASON]
+void register_mcp(CLI::App& app);      // marathon mcp --task TASK_DIR [--run-dir D]
+
+// The control protocol on stdin/stdout for `serve --stdio` (docs/protocol.md); the exit code.
+int serve_stdio(const std::vector<std::string>& run_dirs);
 
 }  // namespace marathon::cli

@@ -34,6 +34,11 @@ int main(int argc, char** argv) {
   marathon::cli::register_compact(app);
   marathon::cli::register_eval(app);
   marathon::cli::register_init(app);
+  marathon::cli::register_serve(app);
+  marathon::cli::register_report(app);
+  marathon::cli::register_runs(app);
+  marathon::cli::register_stop(app);
+  marathon::cli::register_mcp(app);
 
   try {
     app.parse(argc, argv);

@@ -13,6 +13,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "core/event_store.h"
 #include "core/schema.h"
@@ -67,8 +70,49 @@ void configure_writer(sqlite3* db, const std::string& path) {
   exec(db, path, "PRAGMA synchronous=FULL");
 }
 
+// The log files this process holds connections to, by connection: (device, inode). POSIX record
+// locks belong to a process, and closing any descriptor of a file drops all of them, those of
+// SQLite's connections included. SQLite keeps its own descriptors for that reason; the raw check
+// below opens and closes one, so it is skipped for a file this process already holds (that
+// connection's open checked it). Otherwise another process closing its last connection would find
+// none of ours, checkpoint and delete the WAL under them, and they would read a malformed database
+// (a control server holding a reader while a goal verb opens the same log for writing did).
+class HeldFiles {
+ public:
+  static HeldFiles& instance() {
+    static HeldFiles h;
+    return h;
+  }
+  void hold(sqlite3* db, const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    by_db_[db] = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  }
+  void release(sqlite3* db) {
+    std::lock_guard<std::mutex> lock(mu_);
+    by_db_.erase(db);
+  }
+  bool held(const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return false;
+    std::pair<uint64_t, uint64_t> id{static_cast<uint64_t>(st.st_dev),
+                                     static_cast<uint64_t>(st.st_ino)};
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [db, file] : by_db_) {
+      if (file == id) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<sqlite3*, std::pair<uint64_t, uint64_t>> by_db_;
+};
+
 // Raw checks of the file before SQLite reads it.
 void check_file(const std::string& path) {
+  if (HeldFiles::instance().held(path)) return;  // checked when first opened; see HeldFiles
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) reject(path, "no such file");
   if (S_ISDIR(st.st_mode)) reject(path, "is a directory, not an event log file");
@@ -313,14 +357,18 @@ std::unique_ptr<EventStore> EventStore::open_on_read_only_media(const std::strin
     throw;
   }
   std::unique_ptr<EventStore> store(new EventStore(db, path, true));
+  HeldFiles::instance().release(db);  // its connection is to the copy, not to `path`
   store->temp_copy_dir_ = dir;
   return store;
 }
 
 EventStore::EventStore(sqlite3* db, std::string path, bool read_only)
-    : db_(db), path_(std::move(path)), read_only_(read_only) {}
+    : db_(db), path_(std::move(path)), read_only_(read_only) {
+  HeldFiles::instance().hold(db_, path_);
+}
 
 EventStore::~EventStore() {
+  HeldFiles::instance().release(db_);
   sqlite3_close(db_);
   if (!temp_copy_dir_.empty()) {
     std::error_code ec;

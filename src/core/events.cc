@@ -135,6 +135,38 @@ CompactionOutcome compaction_outcome_from_string(std::string_view s) {
   return value_or_throw(kCompactionOutcomes, s, "compaction outcome");
 }
 
+namespace {
+std::string_view name_in(const json& j, const char* what) {
+  if (!j.is_string()) throw std::invalid_argument(std::string(what) + " is not a string");
+  return j.get_ref<const std::string&>();
+}
+}  // namespace
+
+void to_json(json& j, Direction v) { j = to_string(v); }
+void from_json(const json& j, Direction& v) { v = direction_from_string(name_in(j, "direction")); }
+void to_json(json& j, GoalStatus v) { j = to_string(v); }
+void from_json(const json& j, GoalStatus& v) {
+  v = goal_status_from_string(name_in(j, "goal status"));
+}
+void to_json(json& j, GoalVerb v) { j = to_string(v); }
+void from_json(const json& j, GoalVerb& v) { v = goal_verb_from_string(name_in(j, "goal verb")); }
+void to_json(json& j, LedgerKind v) { j = to_string(v); }
+void from_json(const json& j, LedgerKind& v) {
+  v = ledger_kind_from_string(name_in(j, "ledger kind"));
+}
+void to_json(json& j, EvalStatus v) { j = to_string(v); }
+void from_json(const json& j, EvalStatus& v) {
+  v = eval_status_from_string(name_in(j, "eval status"));
+}
+void to_json(json& j, LlmErrorKind v) { j = to_string(v); }
+void from_json(const json& j, LlmErrorKind& v) {
+  v = llm_error_kind_from_string(name_in(j, "error kind"));
+}
+void to_json(json& j, CompactionOutcome v) { j = to_string(v); }
+void from_json(const json& j, CompactionOutcome& v) {
+  v = compaction_outcome_from_string(name_in(j, "compaction outcome"));
+}
+
 bool improves(Direction d, double score, std::optional<double> best) {
   if (!best) return true;
   return d == Direction::kMin ? score < *best : score > *best;
@@ -540,6 +572,7 @@ void to_json(json& j, const ToolStarted& p) {
   j = json{{kCallId, p.call_id}, {kName, p.name}, {kArguments, p.arguments}};
   put_opt(j, kTurn, p.turn);
   put_opt(j, "index", p.index);
+  put_nonempty(j, kSource, p.source);
 }
 void from_json(const json& j, ToolStarted& p) {
   PayloadReader r(j, ToolStarted::kType);
@@ -548,6 +581,7 @@ void from_json(const json& j, ToolStarted& p) {
   if (auto it = j.find(kArguments); it != j.end()) p.arguments = *it;
   p.turn = r.opt_int(kTurn);
   p.index = r.opt_int("index");
+  p.source = r.opt_str(kSource);
 }
 
 constexpr const char* kInterrupted = "interrupted";
@@ -800,6 +834,12 @@ void from_json(const json& j, SandboxDisabled& p) {
   p.command = r.opt_str("command");
 }
 
+void to_json(json& j, const RunStopRequested& p) { j = json{{kReason, p.reason}}; }
+void from_json(const json& j, RunStopRequested& p) {
+  PayloadReader r(j, RunStopRequested::kType);
+  p.reason = r.opt_str(kReason);
+}
+
 void to_json(json& j, const RunFinished& p) {
   j = json{{kReason, p.reason}, {kSummary, p.summary}};
 }
@@ -847,7 +887,7 @@ const std::vector<TypeInfo>& all_types() {
         "purpose?"}},
       {ToolStarted::kType,
        ToolStarted::kVersion,
-       {"call_id", "name", "arguments", "turn?", "index?"}},
+       {"call_id", "name", "arguments", "turn?", "index?", "source?"}},
       {ToolFinished::kType,
        ToolFinished::kVersion,
        {"call_id", "name", "ok", "output", "output_sha?", "elapsed_s", "gpu_s?", "interrupted?"}},
@@ -882,6 +922,7 @@ const std::vector<TypeInfo>& all_types() {
       {BudgetWarned::kType, BudgetWarned::kVersion, {"which", "used", "limit"}},
       {RunPaused::kType, RunPaused::kVersion, {"reason", "message"}},
       {RunResumed::kType, RunResumed::kVersion, {"reason", "config?"}},
+      {RunStopRequested::kType, RunStopRequested::kVersion, {"reason"}},
       {RunFinished::kType, RunFinished::kVersion, {"reason", "summary"}},
       {RunForked::kType, RunForked::kVersion, {"run_id", "from_run_id", "from_dir", "at_seq"}},
       {SandboxDisabled::kType, SandboxDisabled::kVersion, {"reason", "command"}},

@@ -78,6 +78,20 @@ enum class CompactionOutcome { kCompacted, kNoop, kFailed };
 std::string to_string(CompactionOutcome o);                            // compacted | noop | failed
 CompactionOutcome compaction_outcome_from_string(std::string_view s);  // throws
 
+// In JSON each enumeration is its name (json(Direction::kMin) is "min"), never its number; reading
+// an unknown name throws std::invalid_argument (LlmErrorKind reads it as kUnknown).
+#define MARATHON_ENUM_JSON(E)         \
+  void to_json(json& j, E v);         \
+  void from_json(const json& j, E& v);
+MARATHON_ENUM_JSON(Direction)
+MARATHON_ENUM_JSON(GoalStatus)
+MARATHON_ENUM_JSON(GoalVerb)
+MARATHON_ENUM_JSON(LedgerKind)
+MARATHON_ENUM_JSON(EvalStatus)
+MARATHON_ENUM_JSON(LlmErrorKind)
+MARATHON_ENUM_JSON(CompactionOutcome)
+#undef MARATHON_ENUM_JSON
+
 // The one definition of "better" and "target met" for a direction.
 bool improves(Direction d, double score, std::optional<double> best);
 bool target_met(Direction d, std::optional<double> best, std::optional<double> target);
@@ -219,6 +233,8 @@ struct ToolStarted {
   json arguments;       // the parsed arguments (or the raw text when invalid); null when left out
   std::optional<int64_t> turn;   // model.response count when the call was made
   std::optional<int64_t> index;  // the call's place in its response
+  std::string source;            // "" for the model's calls, kMcp for a client's
+  static constexpr const char* kMcp = "mcp";  // made through `marathon mcp`
 };
 
 struct ToolFinished {
@@ -368,6 +384,15 @@ struct RunResumed {
   json config = json::object();
 };
 
+// A client asked the runner to stop (`marathon stop`, the control protocol's run/stop): it pauses
+// at its next step with run.paused{stopped}. Void from the next run.resumed on (fold ignores it;
+// the runner reads it).
+struct RunStopRequested {
+  static constexpr const char* kType = "run.stop_requested";
+  static constexpr int kVersion = 1;
+  std::string reason;  // "" when none was given
+};
+
 struct RunFinished {
   static constexpr const char* kType = "run.finished";
   static constexpr int kVersion = 1;
@@ -422,6 +447,7 @@ MARATHON_EVENT_JSON(GoalChanged)
 MARATHON_EVENT_JSON(BudgetWarned)
 MARATHON_EVENT_JSON(RunPaused)
 MARATHON_EVENT_JSON(RunResumed)
+MARATHON_EVENT_JSON(RunStopRequested)
 MARATHON_EVENT_JSON(RunFinished)
 MARATHON_EVENT_JSON(SandboxDisabled)
 MARATHON_EVENT_JSON(RunForked)
@@ -452,6 +478,10 @@ std::optional<std::string> run_id_of(const Event& e);
 
 template <class P>
 bool is(const Event& e) {
+  return e.type == P::kType;
+}
+template <class P>
+bool is(const NewEvent& e) {
   return e.type == P::kType;
 }
 

@@ -24,6 +24,7 @@ State load_state(const EventStore& store, int64_t to_seq, const LoadOptions& opt
       if (e.seq > to_seq) return false;
       apply(s, e);
       ++st.events_folded;
+      if (options.observe) options.observe(e, s);
       return true;
     });
     // The calls still in flight get their arguments from their full tool.started events (those

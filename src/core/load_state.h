@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,10 @@ struct LoadOptions {
   // Start from the newest valid checkpoint (core/checkpoint.h) and fold only the events after it.
   // false: fold every event, verifying every row's checksum.
   bool use_checkpoints = true;
+  // Called after each event is applied, with the state that includes it (the dashboard's series
+  // are read this way, from the one fold). Only the events folded here are seen: those after the
+  // checkpoint when one is used. Payloads lack the fields fold never reads (load_state.cc).
+  std::function<void(const Event&, const State&)> observe;
 };
 
 struct LoadStats {             // what a load did (benchmarks, tests, `status --verbose`)

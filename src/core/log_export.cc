@@ -22,6 +22,14 @@ std::string format_rfc3339_us(int64_t us) {
   return buf;
 }
 
+std::string payload_preview(const Event& e, size_t max_bytes) {
+  std::string text = e.payload.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() <= max_bytes) return text;
+  size_t cut = max_bytes > 3 ? max_bytes - 3 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
 json to_msp(const Event& e, const std::string& run_id) {
   std::string kind = e.stream, id = run_id;
   if (auto colon = e.stream.find(':'); colon != std::string::npos) {

@@ -1,6 +1,11 @@
 #include "loop/drive.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 
 #include "core/fold.h"
 #include "loop/interrupt.h"
@@ -14,14 +19,25 @@ RunReport drive(EventStore& store, const std::filesystem::path& run_dir, Policy&
   State head;  // run.created alone says what the tools need (a GPU task or not)
   for (const Event& e : store.read(1, 1)) apply(head, e);
   ToolRegistry tools = make_run_tools(&head);
-  TerminalProgress progress(stdout);
+  // A terminal gets the status line; a pipe or a file, plain lines.
+  const char* term = std::getenv("TERM");
+  bool tty = ::isatty(fileno(stdout)) == 1 && !(term && std::strcmp(term, "dumb") == 0);
+  std::unique_ptr<ProgressSink> progress;
+  if (!options.quiet) {
+    if (tty) {
+      progress = std::make_unique<StatusLineProgress>(stdout);
+    } else {
+      progress = std::make_unique<TerminalProgress>(stdout);
+    }
+  }
   RunnerHooks hooks;
   install_interrupt_handler();
   hooks.interrupted = interrupt_requested;
   hooks.logged_result = options.logged_result;
-  if (!options.quiet) hooks.progress = &progress;
+  hooks.progress = progress.get();
   Runner runner(store, policy, tools, run_dir, hooks);
   RunReport report = runner.run();
+  progress.reset();  // the status line is erased before the summary
   std::fputs(run_summary(runner.state(), report, run_dir.string()).c_str(), stdout);
   std::fflush(stdout);
   if (final_state) *final_state = runner.state();

@@ -1,6 +1,8 @@
 #include "loop/progress.h"
 
 #include <fmt/format.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "core/eval_result.h"
 #include "core/events.h"
@@ -27,10 +29,11 @@ std::string one_line(std::string text, size_t max) {
 
 }  // namespace
 
-void TerminalProgress::on_event(const Event& e, const State& s) {
+std::string progress_line(const Event& e, const State& s, bool with_tool_calls) {
   using namespace events;
   std::string line;
   if (is<ToolFinished>(e)) {
+    if (!with_tool_calls) return "";
     auto p = payload_of<ToolFinished>(e);
     std::string tag = p.interrupted ? "interrupted" : p.ok ? "ok" : "error";
     line = fmt::format("[{:>4}/{}] {:<10} {:<11} {}", s.used.tool_calls, s.limits.max_tool_calls,
@@ -75,10 +78,99 @@ void TerminalProgress::on_event(const Event& e, const State& s) {
     auto p = payload_of<RunFinished>(e);
     line = fmt::format("           {}: {} {}", e.type, p.reason, one_line(p.summary, 100));
   }
+  return line;
+}
+
+void TerminalProgress::on_event(const Event& e, const State& s) {
+  std::string line = progress_line(e, s);
   if (!line.empty()) {
     std::fputs((line + "\n").c_str(), out_);
     std::fflush(out_);
   }
+}
+
+std::string action_after(const Event& e) {
+  using namespace events;
+  if (is<ModelRequest>(e)) return "waiting for the model";
+  if (is<ToolStarted>(e)) {
+    const std::string name = payload_of<ToolStarted>(e).name;
+    return "running " + (name.empty() ? std::string("a tool") : name);
+  }
+  if (is<ToolFinished>(e) || is<ModelResponse>(e)) return "thinking";
+  if (is<RunPaused>(e)) return "paused";
+  if (is<RunFinished>(e)) return "finished";
+  return "";
+}
+
+namespace {
+
+std::string clock_text(double s) {
+  auto t = static_cast<int64_t>(s < 0 ? 0 : s);
+  if (t < 3600) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60);
+}
+
+}  // namespace
+
+StatusFigures status_figures(const State& s) {
+  return {s.used.tool_calls, s.limits.max_tool_calls, s.best_score,      s.goal.metric,
+          s.used.cost_usd,   s.used.wall_s,           s.paused || s.done};
+}
+
+std::string status_text(const StatusFigures& f, double elapsed_s, const std::string& action) {
+  std::string calls = f.max_tool_calls > 0 ? fmt::format("{}/{}", f.tool_calls, f.max_tool_calls)
+                                           : fmt::format("{}", f.tool_calls);
+  std::string best =
+      f.best ? fmt::format("best {} {:.4g}", f.metric, *f.best) : std::string("best: none yet");
+  return fmt::format("[tool calls {}] {} | {} | ${:.2f} | {}", calls, best, clock_text(elapsed_s),
+                     f.cost_usd, action);
+}
+
+StatusLineProgress::StatusLineProgress(std::FILE* out)
+    : out_(out), at_last_event_(std::chrono::steady_clock::now()) {
+  ticker_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::seconds(1));
+      if (!stop_) draw_locked();
+    }
+  });
+}
+
+StatusLineProgress::~StatusLineProgress() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    std::fputs("\r\033[K", out_);  // the summary follows on a clean line
+    std::fflush(out_);
+  }
+  cv_.notify_all();
+  ticker_.join();
+}
+
+void StatusLineProgress::draw_locked() {
+  if (!have_state_) return;
+  double since =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - at_last_event_).count();
+  std::string text =
+      status_text(figures_, figures_.wall_s + (figures_.stopped ? 0 : since), action_);
+  // One screen line: a wrapped line could not be redrawn in place.
+  winsize ws{};
+  size_t width = ::ioctl(fileno(out_), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1 : 99;
+  if (text.size() > width) text.resize(width);
+  std::fputs(("\r\033[K" + text).c_str(), out_);
+  std::fflush(out_);
+}
+
+void StatusLineProgress::on_event(const Event& e, const State& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string line = progress_line(e, s, /*with_tool_calls=*/false);
+  if (!line.empty()) std::fputs(("\r\033[K" + line + "\n").c_str(), out_);
+  figures_ = status_figures(s);
+  have_state_ = true;
+  at_last_event_ = std::chrono::steady_clock::now();
+  if (std::string a = action_after(e); !a.empty()) action_ = a;
+  draw_locked();
 }
 
 std::string run_summary(const State& s, const RunReport& report, const std::string& run_dir) {

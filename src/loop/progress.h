@@ -1,14 +1,26 @@
-// Live progress on the terminal while a run goes (one line per tool call, evaluation, budget note,
-// goal change, pause or finish) and the summary printed when it stops.
+// Live progress while a run goes, and the summary printed when it stops. Not on a terminal (a
+// pipe, a file): one plain line per tool call, evaluation, budget note, goal change, pause or
+// finish. On a terminal: one status line redrawn in place (tool calls against the budget, best
+// score, elapsed, spend, what the runner is doing), with the lines other than tool calls printed
+// above it.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "core/state.h"
 #include "loop/runner.h"
 
 namespace marathon {
+
+// The plain line for an event ("" for events that get none). `with_tool_calls` false leaves out
+// the line of each finished tool call (the status line shows those).
+std::string progress_line(const Event& e, const State& s, bool with_tool_calls = true);
 
 class TerminalProgress : public ProgressSink {
  public:
@@ -17,6 +29,47 @@ class TerminalProgress : public ProgressSink {
 
  private:
   std::FILE* out_;
+};
+
+// What the runner does after `e` ("waiting for the model", "running evaluate", ...); "" when `e`
+// does not change it.
+std::string action_after(const Event& e);
+
+// What the status line shows of the state (copied at each event: the State itself is large).
+struct StatusFigures {
+  int64_t tool_calls = 0;
+  int64_t max_tool_calls = 0;
+  std::optional<double> best;
+  std::string metric;
+  double cost_usd = 0;
+  double wall_s = 0;  // the run's active wall time at the event
+  bool stopped = false;
+};
+StatusFigures status_figures(const State& s);
+
+// The status line's text: "[tool calls 12/1000] best speedup 1.84 | 3m12s | $0.42 | running
+// evaluate". `elapsed_s` is the run's active wall time now.
+std::string status_text(const StatusFigures& f, double elapsed_s, const std::string& action);
+
+// The terminal form: a ticker thread redraws the line every second (the elapsed time moves while
+// the model thinks); the line is erased before any other line is printed and when the sink dies.
+class StatusLineProgress : public ProgressSink {
+ public:
+  explicit StatusLineProgress(std::FILE* out = stdout);
+  ~StatusLineProgress() override;
+  void on_event(const Event& e, const State& s) override;
+
+ private:
+  void draw_locked();
+  std::FILE* out_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool have_state_ = false;
+  StatusFigures figures_;  // at the last event
+  std::string action_ = "starting";
+  std::chrono::steady_clock::time_point at_last_event_;
+  std::thread ticker_;
 };
 
 // The end-of-run summary: outcome, best score and candidate, evaluations, tool and model calls,

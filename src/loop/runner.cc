@@ -14,6 +14,7 @@
 #include "core/fold.h"
 #include "goal/budget.h"
 #include "loop/stops.h"
+#include "loop/tool_call_log.h"
 
 namespace marathon {
 
@@ -68,6 +69,7 @@ Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools,
   for (Event& e : store_.read()) {
     apply(state_, e);
     turns_.apply(e);
+    note_stop_request(e);
     events_.push_back(std::move(e));
   }
   if (!state_.created) {
@@ -84,9 +86,18 @@ double Runner::wall_s() const {
   return state_.used.wall_s + std::max(0.0, since);
 }
 
+void Runner::note_stop_request(const Event& e) {
+  if (is<RunStopRequested>(e)) {
+    stop_requested_ = payload_of<RunStopRequested>(e).reason;
+  } else if (is<RunResumed>(e)) {
+    stop_requested_.reset();  // asked of an earlier session
+  }
+}
+
 void Runner::observe(const Event& e) {
   apply(state_, e);
   turns_.apply(e);
+  note_stop_request(e);
   events_.push_back(e);
   if (hooks_.progress) hooks_.progress->on_event(e, state_);
 }
@@ -113,24 +124,13 @@ void Runner::sync() {
   for (const Event& e : store_.read(state_.last_seq + 1)) observe(e);
 }
 
-ToolContext Runner::tool_context() {
-  ToolContext ctx;
-  ctx.workspace = run_dir_ / "workspace";
-  ctx.state = &state_;
-  ctx.run_dir = run_dir_;
-  ctx.put_blob = [this](const std::string& bytes) { return store_.put_blob(bytes); };
-  ctx.get_blob = [this](const std::string& sha) {
-    std::optional<std::string> b = store_.get_blob(sha);
-    if (!b) throw std::runtime_error(fmt::format("{}: blob {} is missing", store_.path(), sha));
-    return *b;
-  };
-  return ctx;
-}
+ToolContext Runner::tool_context() { return marathon::tool_context(store_, &state_, run_dir_); }
 
 std::optional<RunReport> Runner::check_stops() {
   BudgetUsed used = state_.used;
   used.wall_s = wall_s();
-  const StopDecision d = decide_stop(state_, used, hooks_.interrupted && hooks_.interrupted());
+  const StopDecision d = decide_stop(state_, used, hooks_.interrupted && hooks_.interrupted(),
+                                     stop_requested_.has_value());
   auto pause = [this](const std::string& reason, const std::string& message) {
     append({make_event(RunPaused{reason, message})});
     return RunReport{RunOutcome::kPaused, reason};
@@ -145,6 +145,10 @@ std::optional<RunReport> Runner::check_stops() {
       return RunReport{RunOutcome::kFinished, state_.finish_reason};
     case K::kInterrupted:
       return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
+    case K::kStopRequested:
+      return pause("stopped",
+                   fmt::format("stopped on request ({}); `marathon resume` carries on",
+                               stop_requested_->empty() ? "no reason given" : *stop_requested_));
     case K::kGoalPaused:
       return pause("goal_paused",
                    "the goal is paused; `marathon goal resume` then `marathon resume`");
@@ -170,38 +174,6 @@ std::optional<RunReport> Runner::check_stops() {
   if (!notes.empty()) append(std::move(notes));
   return std::nullopt;
 }
-
-namespace {
-
-ToolFinished finished_payload(const std::string& call_id, const std::string& name,
-                              const ToolResult& r, double elapsed_s) {
-  ToolFinished p;
-  p.call_id = call_id;
-  p.name = name;
-  p.ok = r.ok;
-  p.output = r.output;
-  p.elapsed_s = elapsed_s;
-  p.output_sha = r.full_output_sha;
-  if (r.gpu_s > 0) p.gpu_s = r.gpu_s;
-  return p;
-}
-
-std::vector<NewEvent> with_effects(const ToolFinished& finished, const Event& started,
-                                   ToolResult& r) {
-  std::vector<NewEvent> batch{make_event(finished, started.id)};
-  bool has_finish = false;
-  for (NewEvent& e : r.events) {
-    if (e.causation.empty()) e.causation = started.id;
-    has_finish = has_finish || e.type == RunFinished::kType;
-    batch.push_back(std::move(e));
-  }
-  if (r.finishes_run && !has_finish) {
-    batch.push_back(make_event(RunFinished{"finish", r.output}, started.id));
-  }
-  return batch;
-}
-
-}  // namespace
 
 Runner::PreparedCall Runner::prepare_call(const LoggedToolCall& call, int64_t turn) {
   PreparedCall p;
@@ -327,7 +299,9 @@ bool Runner::compact(context::Force force, bool cuts_only) {
 }
 
 bool Runner::stop_or_note_due(const BudgetUsed& used) const {
-  return decide_stop(state_, used, hooks_.interrupted && hooks_.interrupted()).acts();
+  return decide_stop(state_, used, hooks_.interrupted && hooks_.interrupted(),
+                     stop_requested_.has_value())
+      .acts();
 }
 
 std::optional<RunReport> Runner::ask_policy() {

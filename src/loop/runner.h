@@ -2,7 +2,8 @@
 // is taken from the log, so a runner started on a killed run's log carries on where it stopped:
 //
 //   while not done:
-//     notice events others appended (goal verbs); stop on pause/clear/interrupt
+//     notice events others appended (goal verbs, a stop request); stop on pause/clear/interrupt/
+//        a stop request
 //     budgets: budget.warned near a limit, run.finished{budget} at it
 //     in-flight tools of a killed runner: re-run the idempotent ones, report the others interrupted
 //     tool calls of the last model.response not yet finished: validate, tool.started, run,
@@ -104,6 +105,7 @@ class Runner {
   PreparedCall prepare_call(const LoggedToolCall& call, int64_t turn);
   void execute_call(const PreparedCall& call, const Event& started);
   void observe(const Event& e);
+  void note_stop_request(const Event& e);
   void sync();
   std::optional<RunReport> check_stops();
   void recover_in_flight();
@@ -125,6 +127,8 @@ class Runner {
   TurnTracker turns_;
   std::optional<context::PromptCache> prompt_cache_;  // prompt pieces kept between steps
   bool context_retry_used_ = false;
+  // A run.stop_requested since the last run.resumed (control/stop_verb.h): the reason, else empty.
+  std::optional<std::string> stop_requested_;
   RunnerStats stats_;
 };
 

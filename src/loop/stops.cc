@@ -2,13 +2,16 @@
 
 namespace marathon {
 
-StopDecision decide_stop(const State& s, const BudgetUsed& used, bool interrupted) {
+StopDecision decide_stop(const State& s, const BudgetUsed& used, bool interrupted,
+                         bool stop_requested) {
   using K = StopDecision::Kind;
   StopDecision d;
   if (s.done) {
     d.kind = K::kDone;
   } else if (interrupted) {
     d.kind = K::kInterrupted;
+  } else if (stop_requested) {
+    d.kind = K::kStopRequested;
   } else if (s.goal.status == GoalStatus::kPaused) {
     d.kind = K::kGoalPaused;
   } else if (s.goal.status == GoalStatus::kCleared) {

@@ -1,5 +1,6 @@
 // The one stop decision: what the runner must do before it asks the model again, as a pure
-// function of the folded state, the budget used so far and whether a signal asked it to stop. The
+// function of the folded state, the budget used so far, whether a signal asked it to stop and
+// whether a client did (run.stop_requested since the last run.resumed, which the runner notes). The
 // runner acts on it at the top of every step (check_stops) and consults it after a response, to
 // leave that response's calls for the next step when a stop or a budget note is due.
 #pragma once
@@ -16,7 +17,8 @@ struct StopDecision {
   enum class Kind {
     kNone,         // carry on (after noting `notes`, if any)
     kDone,         // the run has finished already
-    kInterrupted,  // SIGINT or SIGTERM: pause
+    kInterrupted,    // SIGINT or SIGTERM: pause
+    kStopRequested,  // `marathon stop` or a control client: pause
     kGoalPaused,   // pause until `marathon goal resume`
     kGoalCleared,  // finish
     kTarget,       // the best correct score reached the target: finish
@@ -28,9 +30,10 @@ struct StopDecision {
   bool acts() const { return kind != Kind::kNone || !notes.empty(); }
 };
 
-// In this order: done, interrupted, goal paused, goal cleared, target met, a budget used up, and
-// otherwise the budgets to warn about. `used` is the state's use with the wall time of now (and,
-// after a response, that response counted).
-StopDecision decide_stop(const State& s, const BudgetUsed& used, bool interrupted);
+// In this order: done, interrupted, stop requested, goal paused, goal cleared, target met, a budget
+// used up, and otherwise the budgets to warn about. `used` is the state's use with the wall time of
+// now (and, after a response, that response counted).
+StopDecision decide_stop(const State& s, const BudgetUsed& used, bool interrupted,
+                         bool stop_requested);
 
 }  // namespace marathon

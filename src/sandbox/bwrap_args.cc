@@ -52,8 +52,8 @@ HostLayout read_host_layout() {
 
 std::vector<std::string> bwrap_args(const std::string& bwrap, const Mounts& m,
                                     const HostLayout& host) {
-  std::vector<std::string> a = {bwrap,           "--die-with-parent", "--new-session",
-                                "--unshare-pid", "--unshare-net",     "--unshare-ipc",
+  std::vector<std::string> a = {bwrap,           "--die-with-parent",   "--new-session",
+                                "--unshare-pid", "--unshare-net",       "--unshare-ipc",
                                 "--unshare-uts", "--unshare-cgroup-try"};
   if (host.root) a.insert(a.end(), {"--cap-drop", "ALL"});
   for (const std::string& d : host.system_dirs) a.insert(a.end(), {"--ro-bind", d, d});

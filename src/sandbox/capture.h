@@ -31,9 +31,9 @@ class Capture {
  private:
   size_t head_cap_, tail_cap_;
   std::string head_;
-  std::string ring_;       // tail_cap_ bytes once full; ring_pos_ is the oldest
+  std::string ring_;  // tail_cap_ bytes once full; ring_pos_ is the oldest
   size_t ring_pos_ = 0;
-  size_t tail_len_ = 0;    // bytes held in ring_
+  size_t tail_len_ = 0;  // bytes held in ring_
   size_t total_ = 0;
 };
 

@@ -31,10 +31,18 @@ bool secret_name(const std::string& name, const std::set<std::string>& never) {
 
 bool passes_through(const std::string& name, const std::set<std::string>& never) {
   if (secret_name(name, never)) return false;
-  static const std::set<std::string> kNames = {
-      "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "NVIDIA_VISIBLE_DEVICES",
-      "CC",                   "CXX",               "PYTHONPATH", "VIRTUAL_ENV",
-      "OMP_NUM_THREADS",      "TZ",                "LD_LIBRARY_PATH", "LIBRARY_PATH"};
+  static const std::set<std::string> kNames = {"CUDA_VISIBLE_DEVICES",
+                                               "CUDA_DEVICE_ORDER",
+                                               "CUDA_HOME",
+                                               "NVIDIA_VISIBLE_DEVICES",
+                                               "CC",
+                                               "CXX",
+                                               "PYTHONPATH",
+                                               "VIRTUAL_ENV",
+                                               "OMP_NUM_THREADS",
+                                               "TZ",
+                                               "LD_LIBRARY_PATH",
+                                               "LIBRARY_PATH"};
   return kNames.count(name) || starts_with(name, "MARATHON_") || starts_with(name, "TRITON_");
 }
 

@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <map>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -237,8 +237,8 @@ LaunchResult spawn(const std::string& exe, const std::vector<std::string>& argv_
   if (got == static_cast<ssize_t>(sizeof child_err)) {
     kill(-pid, SIGKILL);
     waitpid(pid, nullptr, 0);
-    res.setup_error = (child_err[0] == 1 ? "cannot enter " + cwd : "cannot execute " + exe) +
-                      ": " + std::strerror(child_err[1]);
+    res.setup_error = (child_err[0] == 1 ? "cannot enter " + cwd : "cannot execute " + exe) + ": " +
+                      std::strerror(child_err[1]);
     res.exit_code = 127;
     res.elapsed_s = since(t0);
     return res;
@@ -248,8 +248,8 @@ LaunchResult spawn(const std::string& exe, const std::vector<std::string>& argv_
   Capture cout(spec.out_head, spec.out_tail), cerr(spec.err_head, spec.err_tail);
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(spec.timeout_s));
-  const auto drain = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(spec.drain_s));
+  const auto drain =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.drain_s));
   std::optional<Clock::time_point> drain_until;
   bool exited = false;
   int wstatus = 0;
@@ -372,6 +372,20 @@ LaunchResult launch_unchecked(const LaunchSpec& spec) {
     if (py.error.empty()) {
       readable.insert(readable.end(), py.dirs.begin(), py.dirs.end());
       python_bin = fs::path(py.executable).parent_path().string();
+      // The interpreter may be reached through links that live outside its prefix (a recorded
+      // name, a venv's bin/python): every folder on the way to the real file is bound read-only.
+      fs::path hop = py.executable;
+      for (int i = 0; i < 40 && hop.is_absolute(); ++i) {
+        fs::path dir = hop.parent_path();
+        bool bound = false;
+        for (const auto& r : readable) bound = bound || under(dir.string(), r.string());
+        if (!bound) readable.push_back(dir);
+        std::error_code ec;
+        if (!fs::is_symlink(hop, ec)) break;
+        fs::path target = fs::read_symlink(hop, ec);
+        if (ec) break;
+        hop = (target.is_absolute() ? target : dir / target).lexically_normal();
+      }
     }
   }
 
@@ -440,8 +454,8 @@ LaunchResult launch_unchecked(const LaunchSpec& spec) {
     int berr = 0;
     std::optional<std::string> found = find_executable(bwrap, {}, host_path(host), &berr);
     if (!found) {
-      fail.setup_error = "cannot execute " + bwrap + ": " + std::strerror(berr) +
-                         " (is bubblewrap installed?)";
+      fail.setup_error =
+          "cannot execute " + bwrap + ": " + std::strerror(berr) + " (is bubblewrap installed?)";
       return fail;
     }
     bwrap = *found;
@@ -513,8 +527,8 @@ std::string sandbox_unavailable_reason(const std::string& bwrap) {
       "unsandboxed (the environment is still cleared; nothing else is contained)";
   std::string reason;
   if (!r.started) {
-    reason = "bubblewrap (" + bwrap + ") cannot create the sandbox on this machine: " +
-             r.setup_error + how;
+    reason = "bubblewrap (" + bwrap +
+             ") cannot create the sandbox on this machine: " + r.setup_error + how;
   } else if (r.timed_out || r.signal != 0 || r.exit_code != 0) {
     std::string out = r.out;
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();

@@ -16,7 +16,7 @@
 namespace marathon::sandbox {
 
 enum class Profile {
-  kRun,       // `run`: the workspace writable (HOME), the Python environment and the system read-only
+  kRun,  // `run`: the workspace writable (HOME), the Python environment and the system read-only
   kEvaluate,  // an evaluator: task, harness and candidate folders read-only, a fresh scratch folder
               // writable (HOME, removed after), the GPU when the machine has one
   kHostTool,  // a program of the runner's own (nvidia-smi, the Python query): Isolation::kNone only

@@ -10,9 +10,9 @@
 namespace marathon::sandbox {
 
 struct PythonEnv {
-  std::string executable;                    // sys.executable: a path, symlinks kept
-  std::vector<std::filesystem::path> dirs;   // bind read-only: prefix, base_prefix, sys.path
-  std::string error;                         // non-empty: the interpreter could not be asked
+  std::string executable;                   // sys.executable: a path, symlinks kept
+  std::vector<std::filesystem::path> dirs;  // bind read-only: prefix, base_prefix, sys.path
+  std::string error;                        // non-empty: the interpreter could not be asked
 };
 
 // Pure: the environment from the interpreter's answer to kPythonQuery (a JSON object with

@@ -17,7 +17,7 @@ namespace marathon {
 struct RunToolOptions {
   double default_timeout_s = 120;
   double max_timeout_s = 1800;
-  size_t output_cap = 16 * 1024;  // bytes the model sees
+  size_t output_cap = 16 * 1024;   // bytes the model sees
   size_t stored_head = 32 * 1024;  // bytes of the output ever kept: its first ...
   size_t stored_tail = 32 * 1024;  // ... and its last
   bool gpu = false;

@@ -24,7 +24,8 @@ __attribute__((noinline)) void naive_matmul(const float* A, const float* B, floa
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
       float acc = 0.f;
-      for (int k = 0; k < n; ++k) acc += A[static_cast<long>(i) * n + k] * B[static_cast<long>(k) * n + j];
+      for (int k = 0; k < n; ++k)
+        acc += A[static_cast<long>(i) * n + k] * B[static_cast<long>(k) * n + j];
       C[static_cast<long>(i) * n + j] = acc;
     }
   }
@@ -42,11 +43,12 @@ void poison(std::vector<float>& c) {
 // Element (i, j) checked against a double-precision dot product. The bound is relative to
 // sum_k |a_ik * b_kj|: float32 accumulation in any order stays within n * 2^-24 of that sum.
 // Returns err / bound (<= 1 passes; NaN never passes).
-double check_entry(const std::vector<float>& A, const std::vector<float>& B, const float* C,
-                   int n, int i, int j) {
+double check_entry(const std::vector<float>& A, const std::vector<float>& B, const float* C, int n,
+                   int i, int j) {
   double ref = 0, mag = 0;
   for (int k = 0; k < n; ++k) {
-    double p = static_cast<double>(A[static_cast<long>(i) * n + k]) * B[static_cast<long>(k) * n + j];
+    double p =
+        static_cast<double>(A[static_cast<long>(i) * n + k]) * B[static_cast<long>(k) * n + j];
     ref += p;
     mag += std::fabs(p);
   }
@@ -103,10 +105,11 @@ int main(int argc, char** argv) {
     const bool ok = worst <= 1 && inputs_kept;
     all_ok = all_ok && ok;
     char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "%s{\"n\":%d,\"ok\":%s,\"err_over_tol\":%.4g,\"inputs_kept\":%s,\"first_bad\":[%d,%d]}",
-                  details.size() > 1 ? "," : "", n, ok ? "true" : "false",
-                  std::isfinite(worst) ? worst : 1e300, inputs_kept ? "true" : "false", bad_i, bad_j);
+    std::snprintf(
+        buf, sizeof buf,
+        "%s{\"n\":%d,\"ok\":%s,\"err_over_tol\":%.4g,\"inputs_kept\":%s,\"first_bad\":[%d,%d]}",
+        details.size() > 1 ? "," : "", n, ok ? "true" : "false",
+        std::isfinite(worst) ? worst : 1e300, inputs_kept ? "true" : "false", bad_i, bad_j);
     details += buf;
     if (!ok) break;  // no point timing a wrong kernel
   }

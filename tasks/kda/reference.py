@@ -31,6 +31,8 @@ FAMILIES = {
     "weak decay, correlated keys": "g = logsigmoid(N(0,1)) / 10 and keys N(1,1), unit-norm: a shared "
     "positive direction, pairwise cosine about 0.5",
     "beta 0/1": "mild g, beta exactly 0 or 1",
+    "FLA gates": "g = logsigmoid(N(0,1)) on even heads and -softplus(N(0,1)) on odd ones (FLA's test gates, "
+    "about -0.8 per step: a decay of about 2^-17 across 16 steps), unit-norm Gaussian keys",
 }
 
 
@@ -53,6 +55,7 @@ def shapes(gpu: bool) -> list[dict]:
             _shape("B1 T100 H2 D32 +state", 1, 100, 2, 32, init=True, final=True, family="strong decay"),
             _shape("B1 T200 H2 D32", 1, 200, 2, 32, final=True, family="weak decay, correlated keys"),
             _shape("B1 T40 H1 D32", 1, 40, 1, 32, final=True, family="beta 0/1"),
+            _shape("B1 T150 H2 D32 +state", 1, 150, 2, 32, init=True, final=True, family="FLA gates"),
             _shape("B1 T1 H1 D32 +state", 1, 1, 1, 32, init=True, final=True, family="strong decay"),
         ]
     return [
@@ -61,6 +64,7 @@ def shapes(gpu: bool) -> list[dict]:
         _shape("B1 T300 H4 D128 +state", 1, 300, 4, 128, init=True, final=True, family="strong decay"),
         _shape("B1 T300 H4 D128", 1, 300, 4, 128, final=True, family="weak decay, correlated keys"),
         _shape("B2 T130 H2 D128 +state", 2, 130, 2, 128, init=True, final=True, family="beta 0/1"),
+        _shape("B1 T300 H4 D128 +state", 1, 300, 4, 128, init=True, final=True, family="FLA gates"),
         _shape("B1 T1 H2 D128 +state", 1, 1, 2, 128, init=True, final=True, family="strong decay"),
         _shape("B1 T8192 H32 D128", 1, 8192, 32, 128, timed=True, headline=True),
         _shape("B4 T4096 H32 D128", 4, 4096, 32, 128, timed=True),
@@ -91,6 +95,9 @@ def make_inputs(shape: dict, seed: int, device) -> dict:
     x = randn(B, T, H, K)
     if family == "weak decay, correlated keys":
         g = F.logsigmoid(x) / 10
+    elif family == "FLA gates":
+        even = (torch.arange(H, device=device) % 2 == 0)[:, None]
+        g = torch.where(even, F.logsigmoid(x), -F.softplus(x))
     else:
         g = -F.softplus(x) * (1.0 if family == "moderate decay" else 0.1)
     beta = rand(B, T, H)

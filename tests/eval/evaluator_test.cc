@@ -185,12 +185,12 @@ TEST_F(ScriptTask, StragglersAreKilledWhenTheEvaluatorExits) {
 
 TEST_F(ScriptTask, TheEvaluatorSeesNoSecretAndCannotWriteTheTaskOrCandidate) {
   setenv("OPENAI_API_KEY", "sk-evaluator-leak", 1);
-  EvalOutcome o = run(
-      "touch starter/kernel.cc.new 2>/dev/null && echo candidate-writable\n"
-      "touch task.toml.new 2>/dev/null && echo task-writable\n"
-      "env | grep -c sk-evaluator-leak >&2\n"
-      "cat /proc/1/environ | tr '\\0' '\\n' | grep sk-evaluator-leak >&2\n" +
-      std::string(kGood));
+  EvalOutcome o =
+      run("touch starter/kernel.cc.new 2>/dev/null && echo candidate-writable\n"
+          "touch task.toml.new 2>/dev/null && echo task-writable\n"
+          "env | grep -c sk-evaluator-leak >&2\n"
+          "cat /proc/1/environ | tr '\\0' '\\n' | grep sk-evaluator-leak >&2\n" +
+          std::string(kGood));
   unsetenv("OPENAI_API_KEY");
   ASSERT_EQ(o.status, EvalStatus::kOk) << o.result.dump();
   EXPECT_EQ(o.stderr_tail.find("sk-evaluator-leak"), std::string::npos) << o.stderr_tail;
@@ -314,8 +314,10 @@ TEST(DefaultPython, PrefersMarathonPythonThenTheInstalledVenvThenPython3) {
   unsetenv("MARATHON_PYTHON");
 
   for (const auto& [name, value] : saved) {
-    if (value) setenv(name.c_str(), value->c_str(), 1);
-    else unsetenv(name.c_str());
+    if (value)
+      setenv(name.c_str(), value->c_str(), 1);
+    else
+      unsetenv(name.c_str());
   }
   fs::remove_all(home);
 }

@@ -81,11 +81,14 @@ def _mild(T, seed, B=1, H=1, D=32):
     return inp
 
 
-@pytest.mark.parametrize("gate", [-0.69, -0.70, -11.0, -12.0, -20.0, -1000.0, -math.inf])
+@pytest.mark.parametrize("gate", [-0.8, -5.0, -5.1, -5.85, -11.0, -12.0, -20.0, -1000.0, -math.inf])
 def test_kda_constant_strong_decay_stays_finite_and_accurate(gate):
     """A per-step log decay below about -10.5 overflowed the sub-chunk midpoint split in bf16
-    (-11: error 0.43; -12 and below: NaN). -0.69 and -0.70 sit on either side of the fast form's
-    bound (8 steps of 2^-1 each: its fp16 factors reach 2^8)."""
+    (-11: error 0.43; -12 and below: NaN). -5.0 and -5.1 sit on either side of the fast form's
+    bound (15 steps from a sub-chunk's first row to its last: a factor of 2^108.2 or 2^110.4,
+    against 2^109); at -5.85 (2^126.6) a row factor flushes to 0 while its column factor, unless
+    scaled up so that it overflows first, stays finite (error 0.19 so); -0.8 is FLA's test gates'
+    mean."""
     inp = _mild(130, 5)
     inp["g"] = torch.full_like(inp["g"], gate)
     _check(inp, f"g = {gate}")
@@ -98,29 +101,50 @@ def test_kda_one_extreme_gate_leaves_the_rest_of_the_sequence_intact():
     _check(inp, "one entry at -100")
 
 
-def test_kda_takes_the_fast_form_on_mild_gates_and_the_strong_form_where_needed():
-    """Which chunks the STRONG form redoes (kda_prepare's strong flags): none for the mild and the
-    weak-decay families (their factors stay within about 2^2.5), every chunk of constant g = -2
-    (2^23), and, with strong decay, the chunks holding an extreme gate."""
-    for family, expect in (("mild", "none"), ("weak decay, correlated keys", "none"), ("strong decay", "some")):
-        inp = task_ref.make_inputs(_family_shape(family, 200), 2, DEV)
-        args = [inp[x] for x in ("q", "k", "v", "g", "beta")]
-        flags = kda_kernel.kda_prepare(*args, inp["scale"])["strong"]
-        n = int(flags.sum())
-        assert (n == 0) if expect == "none" else (0 < n), (family, flags.tolist())
-    inp = _mild(128, 5)  # whole chunks (a last chunk of 2 rows would span 2^2.9 only)
+def _strong_flags(inp):
     args = [inp[x] for x in ("q", "k", "v", "g", "beta")]
-    args[3] = torch.full_like(args[3], -2.0)
-    assert bool((kda_kernel.kda_prepare(*args, inp["scale"])["strong"] == 1).all())
+    return kda_kernel.kda_prepare(*args, inp["scale"])["strong"]
 
 
-def test_kda_large_queries_stay_finite_and_accurate():
-    """|scale q| so large that the fast form's fp16 Aqk operands overflow (about 10^4 here, with
-    factors up to 2^2): the chunk goes to the STRONG form (bf16 operands, factors <= 1), not to
-    NaN."""
-    inp = _mild(130, 5)
-    inp["q"] = (inp["q"].float() * 1e5).bfloat16()
-    _check(inp, "q * 1e5")
+@pytest.mark.parametrize(
+    "family,expect",
+    [
+        ("mild", "none"),
+        ("moderate decay", "none"),
+        ("weak decay, correlated keys", "none"),
+        ("FLA gates", "none"),
+        ("beta 0/1", "none"),
+        ("strong decay", "some"),
+    ],
+)
+def test_kda_takes_the_fast_form_unless_a_sub_chunk_decays_past_2_to_the_109(family, expect):
+    """Which chunks the STRONG form redoes (kda_prepare's strong flags): none for the families
+    whose per-step log decays stay above -5 (FLA's test gates, about -0.8 a step, included: the
+    form before took every chunk of theirs to STRONG), and, with strong decay, the chunks holding
+    an extreme gate."""
+    flags = _strong_flags(task_ref.make_inputs(_family_shape(family, 200), 2, DEV))
+    n = int(flags.sum())
+    assert (n == 0) if expect == "none" else (0 < n), (family, flags.tolist())
+
+
+@pytest.mark.parametrize("gate,strong", [(-5.0, 0), (-5.1, 1), (-1000.0, 1)])
+def test_kda_fast_form_bound_is_at_a_log_decay_of_5_a_step(gate, strong):
+    """Constant gates over whole chunks: every chunk in the fast form at -5.0 (2^108.2 across a
+    sub-chunk's 15 steps), every chunk flagged at -5.1 (2^110.4) and below."""
+    inp = _mild(128, 5, D=128 if GPU else 32)  # (kda_prepare takes the shapes as given)
+    inp["g"] = torch.full_like(inp["g"], gate)
+    assert _strong_flags(inp).tolist() == [strong] * 2
+
+
+@pytest.mark.parametrize("qmax,strong", [(6e4, 0), (6e5, 1)])
+def test_kda_large_queries_stay_finite_and_accurate(qmax, strong):
+    """|scale q| up to 6e4 stays within the fast form's fp16 Aqk operands (its factors are <= 1);
+    up to 6e5 they overflow and the chunks go to the STRONG form (bf16 operands), not to NaN."""
+    inp = _mild(130, 5, D=128 if GPU else 32)
+    q = inp["q"].float()
+    inp["q"] = (q * (qmax / inp["scale"] / q.abs().max())).bfloat16()
+    assert _strong_flags(inp).tolist() == [strong] * 3
+    _check(inp, f"|scale q| up to {qmax:g}")
 
 
 def test_kda_extreme_gates_under_varlen_stay_per_sequence():

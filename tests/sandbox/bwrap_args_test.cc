@@ -36,12 +36,12 @@ TEST(BwrapArgs, NoHostRootNoNetworkOwnPidNamespaceAndOnlyTheWorkspaceWritable) {
   std::string a = joined(bwrap_args("/usr/bin/bwrap", m, layout()));
   EXPECT_EQ(a.find("--ro-bind / /"), std::string::npos) << a;
   EXPECT_EQ(a.find("--bind / "), std::string::npos) << a;
-  for (const char* flag : {"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                           "--die-with-parent", "--new-session", "--proc /proc", "--dev /dev",
-                           "--tmpfs /tmp", "--ro-bind /usr /usr", "--ro-bind /etc /etc",
-                           "--symlink usr/bin /bin", "--ro-bind-try /opt/venv /opt/venv",
-                           "--bind /data/run/workspace /data/run/workspace",
-                           "--remount-ro / --chdir /data/run/workspace -- "}) {
+  for (const char* flag :
+       {"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+        "--new-session", "--proc /proc", "--dev /dev", "--tmpfs /tmp", "--ro-bind /usr /usr",
+        "--ro-bind /etc /etc", "--symlink usr/bin /bin", "--ro-bind-try /opt/venv /opt/venv",
+        "--bind /data/run/workspace /data/run/workspace",
+        "--remount-ro / --chdir /data/run/workspace -- "}) {
     at(a, flag);
   }
   EXPECT_EQ(a.find("nvidia"), std::string::npos) << "no GPU asked for: " << a;

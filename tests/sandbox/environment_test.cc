@@ -1,9 +1,10 @@
 // The sandbox's environment (built, never inherited: credentials never pass) and its output
 // capture (bounded memory, head and tail exact).
+#include "sandbox/environment.h"
+
 #include <gtest/gtest.h>
 
 #include "sandbox/capture.h"
-#include "sandbox/environment.h"
 #include "sandbox/python_env.h"
 
 namespace marathon::sandbox {

@@ -136,13 +136,21 @@ TEST_P(Launcher, AnExitingCommandTakesItsProcessGroupWithIt) {
 
 TEST_P(Launcher, ARunnerKilledWithSigkillTakesTheLaunchWithIt) {
   std::string mark = sleep_mark();
-  LaunchSpec spec = run_spec("sleep " + mark, 300);
+  // The command announces itself from inside the sandbox: the runner is killed while the command
+  // runs, not while bubblewrap is still building the sandbox (docs/security.md: that window).
+  const std::filesystem::path started = ws_.path() / "started";
+  LaunchSpec spec = run_spec("touch " + started.string() + "; sleep " + mark, 300);
   pid_t runner = fork();
   ASSERT_GE(runner, 0);
   if (runner == 0) {
     launch(spec);
     _exit(0);
   }
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!std::filesystem::exists(started) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(std::filesystem::exists(started)) << "the command never started";
   ASSERT_TRUE(appears("sleep " + mark)) << "the command never started";
   ASSERT_EQ(kill(runner, SIGKILL), 0);
   int status = 0;

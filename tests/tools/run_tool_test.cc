@@ -1,5 +1,6 @@
 // `run` in the sandbox's run profile: no network, no host file but the system and the workspace,
-// timeout kills the whole tree, output capped for the model with its stored head and tail as a blob.
+// timeout kills the whole tree, output capped for the model with its stored head and tail as a
+// blob.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

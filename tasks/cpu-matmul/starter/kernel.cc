@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstring>
 
-constexpr int BLOCK_I = 32;   // marathon:knob [16, 32, 64, 128]
-constexpr int BLOCK_K = 64;   // marathon:knob [16, 32, 64, 128, 256]
-constexpr int BLOCK_J = 64;   // marathon:knob [32, 64, 128, 256, 512]
-constexpr int UNROLL = 1;     // marathon:knob [1, 2, 4]
+constexpr int BLOCK_I = 32;  // marathon:knob [16, 32, 64, 128]
+constexpr int BLOCK_K = 64;  // marathon:knob [16, 32, 64, 128, 256]
+constexpr int BLOCK_J = 64;  // marathon:knob [32, 64, 128, 256, 512]
+constexpr int UNROLL = 1;    // marathon:knob [1, 2, 4]
 
 // C[i0:i0+R, j0:j1] += A[i0:i0+R, k0:k1] * B[k0:k1, j0:j1], R rows at once so each B row loaded
 // from cache is used R times.
