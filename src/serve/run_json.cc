@@ -183,7 +183,7 @@ json run_update(const std::string& id, const RunView& v, RunPhase phase, int64_t
   }
   json notes = json::array();
   for (auto it = s.ledger.rbegin(); it != s.ledger.rend() && it->seq > after_seq; ++it) {
-    if (it->kind != "attempt") notes.push_back(note_json(*it));
+    if (it->kind != LedgerKind::kAttempt) notes.push_back(note_json(*it));
   }
   std::reverse(notes.begin(), notes.end());
   return {{"row", run_row(id, v, phase, now_us)},

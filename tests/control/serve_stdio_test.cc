@@ -314,7 +314,7 @@ TEST_F(ServeStdioBadInput, EachGetsItsErrorAndTheLogIsUntouched) {
   std::optional<int> rc = c.child().wait_for(30);
   ASSERT_TRUE(rc) << "serve --stdio did not exit at the end of its input";
   EXPECT_EQ(*rc, 0) << mt::read_text(tmp_ / "serve.log");
-  EXPECT_EQ(mt::load_state(run_).goal.status, "active");
+  EXPECT_EQ(mt::load_state(run_).goal.status, marathon::GoalStatus::kActive);
   EXPECT_EQ(mt::load_events(run_).size(), before_ + 1);
 }
 
