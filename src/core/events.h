@@ -80,8 +80,8 @@ CompactionOutcome compaction_outcome_from_string(std::string_view s);  // throws
 
 // In JSON each enumeration is its name (json(Direction::kMin) is "min"), never its number; reading
 // an unknown name throws std::invalid_argument (LlmErrorKind reads it as kUnknown).
-#define MARATHON_ENUM_JSON(E)         \
-  void to_json(json& j, E v);         \
+#define MARATHON_ENUM_JSON(E) \
+  void to_json(json& j, E v); \
   void from_json(const json& j, E& v);
 MARATHON_ENUM_JSON(Direction)
 MARATHON_ENUM_JSON(GoalStatus)
@@ -231,9 +231,9 @@ struct ToolStarted {
   std::string call_id;  // required
   std::string name;     // required
   json arguments;       // the parsed arguments (or the raw text when invalid); null when left out
-  std::optional<int64_t> turn;   // model.response count when the call was made
-  std::optional<int64_t> index;  // the call's place in its response
-  std::string source;            // "" for the model's calls, kMcp for a client's
+  std::optional<int64_t> turn;                // model.response count when the call was made
+  std::optional<int64_t> index;               // the call's place in its response
+  std::string source;                         // "" for the model's calls, kMcp for a client's
   static constexpr const char* kMcp = "mcp";  // made through `marathon mcp`
 };
 

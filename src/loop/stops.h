@@ -15,14 +15,14 @@ namespace marathon {
 
 struct StopDecision {
   enum class Kind {
-    kNone,         // carry on (after noting `notes`, if any)
-    kDone,         // the run has finished already
+    kNone,           // carry on (after noting `notes`, if any)
+    kDone,           // the run has finished already
     kInterrupted,    // SIGINT or SIGTERM: pause
     kStopRequested,  // `marathon stop` or a control client: pause
-    kGoalPaused,   // pause until `marathon goal resume`
-    kGoalCleared,  // finish
-    kTarget,       // the best correct score reached the target: finish
-    kBudget,       // `exhausted` is used up: finish
+    kGoalPaused,     // pause until `marathon goal resume`
+    kGoalCleared,    // finish
+    kTarget,         // the best correct score reached the target: finish
+    kBudget,         // `exhausted` is used up: finish
   };
   Kind kind = Kind::kNone;
   std::optional<BudgetItem> exhausted;  // kBudget

@@ -83,8 +83,7 @@ DirectCallResult call_tool_logged(EventStore& store, State* state, const ToolReg
   started_payload.name = call.name;
   started_payload.arguments = checked.arguments;
   started_payload.source = call.source;
-  Event started =
-      append_folded(store, state, {make_event(started_payload)}, &out.events).front();
+  Event started = append_folded(store, state, {make_event(started_payload)}, &out.events).front();
 
   auto t0 = std::chrono::steady_clock::now();
   ToolContext ctx = tool_context(store, state, run_dir);

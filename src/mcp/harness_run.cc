@@ -268,8 +268,7 @@ ToolOutcome HarnessRun::status() {
       : st.paused ? "paused"
                   : "open",
       to_string(st.goal.status), st.goal.objective.substr(0, 200), st.goal.metric,
-      to_string(st.goal.direction),
-      num(st.goal.target), num(st.best_score),
+      to_string(st.goal.direction), num(st.goal.target), num(st.best_score),
       st.best_candidate.empty() ? "" : " (candidate " + st.best_candidate.substr(0, 12) + ")",
       num(st.baseline_score), st.evaluations, st.evaluations_executed, st.used.tool_calls,
       st.limits.max_tool_calls);

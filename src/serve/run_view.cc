@@ -154,7 +154,8 @@ void RunView::observe(const Event& e, const State& s, bool full) {
   }
   if (e.type == events::RunCreated::kType) {
     goal_history_.push_back(
-        {e.seq, e.recorded_at_us, GoalFields{"created", s.goal.objective, to_string(s.goal.status), ""}});
+        {e.seq, e.recorded_at_us,
+         GoalFields{"created", s.goal.objective, to_string(s.goal.status), ""}});
   } else if (auto g = goal_fields(e)) {
     GoalFields after = *g;
     after.objective = s.goal.objective;  // what the fold made of it (clear empties it)

@@ -44,8 +44,10 @@ class RunLog {
 
   void tool(const std::string& name, const std::string& output, bool ok = true) {
     std::string id = "call-" + std::to_string(++calls_);
-    append(events::ToolStarted::kType, {{"call_id", id}, {"name", name}, {"arguments", json::object()}});
-    append(events::ToolFinished::kType, {{"call_id", id}, {"name", name}, {"ok", ok}, {"output", output}});
+    append(events::ToolStarted::kType,
+           {{"call_id", id}, {"name", name}, {"arguments", json::object()}});
+    append(events::ToolFinished::kType,
+           {{"call_id", id}, {"name", name}, {"ok", ok}, {"output", output}});
   }
 
   // An evaluation of the current files (after an `evaluate` tool call, as the runner logs it).
@@ -55,11 +57,11 @@ class RunLog {
     json result = {{"correct", correct}, {"violations", violations}, {"metrics", {{"ms", 1.5}}}};
     result["score"] = score ? json(*score) : json(nullptr);
     return append(events::EvalFinished::kType, {{"candidate", candidate()},
-                                      {"cache_key", "key-" + std::to_string(calls_)},
-                                      {"cached", false},
-                                      {"status", status},
-                                      {"result", result},
-                                      {"strategy", strategy}});
+                                                {"cache_key", "key-" + std::to_string(calls_)},
+                                                {"cached", false},
+                                                {"status", status},
+                                                {"result", result},
+                                                {"strategy", strategy}});
   }
 
  private:
