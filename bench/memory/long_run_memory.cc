@@ -2,14 +2,15 @@
 //
 // A scripted run of CALLS tool calls (default 10,000) on the tiny task in a 32k-token window, so
 // that compaction keeps the prompt bounded and what grows is only what the runner keeps of the
-// log. Each turn the policy answers at once with one `note` call; asked for a summary (a request
-// without tools) it writes one. At every 1,000th call it prints the process's resident memory now
-// (VmRSS) and at its peak so far (VmHWM), and the peak's ratio to the peak at call 1,000 (issue 20
-// asks for at most 1.3 at call 10,000). Then it runs itself again on the finished log (a fresh
-// process) and times what a resume does before its first step: open the log and construct the
-// Runner (fold, turn tracker, prompt cache), with that process's peak memory.
+// log. Each turn the policy answers at once with one `read_file` call (with --notes: one `note`
+// call, each of which the state's ledger keeps, so the state itself grows by about 0.6 KB a call);
+// asked for a summary (a request without tools) it writes one. At every 1,000th call it prints the
+// process's resident memory now (VmRSS) and at its peak so far (VmHWM), and the peak's ratio to the
+// peak at call 1,000 (issue 20 asks for at most 1.3 at call 10,000). Then it runs itself again on
+// the finished log (a fresh process) and times what a resume does before its first step: open the
+// log and construct the Runner (fold, turn tracker, prompt cache), with that process's peak memory.
 //
-//   bench_memory [CALLS]           the run, then the resume in a child process
+//   bench_memory [CALLS] [--notes] the run, then the resume in a child process
 //   bench_memory --resume RUN_DIR  the resume alone (what the child does)
 #include <unistd.h>
 
@@ -57,6 +58,7 @@ std::string load_average() {
 // A turn asks for one `note`; a summary request (no tools) gets a summary of about 1.5 KB.
 class ScriptedPolicy : public Policy {
  public:
+  explicit ScriptedPolicy(bool notes = false) : notes_(notes) {}
   std::string name() const override { return "bench"; }
   PolicyReply next(const PolicyRequest& req) override {
     PolicyReply r;
@@ -71,20 +73,23 @@ class ScriptedPolicy : public Policy {
       r.message = {{"role", "assistant"}, {"content", text}};
       return r;
     }
-    std::string args = R"({"kind": "finding", "text": "step )" + std::to_string(n_) +
-                       R"(: BLOCK_K=64 beats 32 by 4% at n=512; )" + std::string(300, 'x') +
-                       R"("})";
-    r.message = {{"role", "assistant"},
-                 {"content", "Trying the next blocking factor; the last one lost to cache misses."},
-                 {"tool_calls",
-                  {{{"id", "call_" + std::to_string(n_)},
-                    {"type", "function"},
-                    {"function", {{"name", "note"}, {"arguments", args}}}}}}};
+    std::string args = notes_ ? R"({"kind": "finding", "text": "step )" + std::to_string(n_) +
+                                    R"(: BLOCK_K=64 beats 32 by 4% at n=512; )" +
+                                    std::string(300, 'x') + R"("})"
+                              : std::string(R"({"path": "solution.txt"})");
+    r.message = {
+        {"role", "assistant"},
+        {"content", "Trying the next blocking factor; the last one lost to cache misses."},
+        {"tool_calls",
+         {{{"id", "call_" + std::to_string(n_)},
+           {"type", "function"},
+           {"function", {{"name", notes_ ? "note" : "read_file"}, {"arguments", args}}}}}}};
     ++n_;
     return r;
   }
 
  private:
+  bool notes_;
   int n_ = 0;
   int summaries_ = 0;
 };
@@ -126,6 +131,7 @@ int resume(const fs::path& run_dir) {
 int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[1]) == "--resume") return resume(argv[2]);
   int calls = argc > 1 ? std::atoi(argv[1]) : 10000;
+  const bool notes = argc > 2 && std::string(argv[2]) == "--notes";
   std::random_device rd;
   fs::path dir = fs::temp_directory_path() / ("marathon-bench-memory-" + std::to_string(rd()));
   NewRunOptions o;
@@ -139,7 +145,7 @@ int main(int argc, char** argv) {
   auto store =
       create_run(load_task(fs::path(MARATHON_SOURCE_DIR) / "tests/loop/fixtures/tiny-task"), o);
   ToolRegistry tools = make_run_tools();
-  ScriptedPolicy policy;
+  ScriptedPolicy policy(notes);
   MemoryProbe probe;
   RunnerHooks hooks;
   hooks.progress = &probe;

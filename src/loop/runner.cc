@@ -230,7 +230,11 @@ void Runner::recover_in_flight() {
     auto it = std::find_if(events_.begin(), events_.end(),
                            [&](const Event& e) { return e.seq == t.started_seq; });
     Event started;  // (the log always holds it; a default keeps a damaged log from looping here)
-    if (it != events_.end()) started = *it;
+    if (it != events_.end()) {
+      started = *it;
+    } else {
+      for (Event& e : store_.read(t.started_seq, t.started_seq)) started = std::move(e);
+    }
     Tool* tool = tools_.find(t.name);
     ToolResult result;
     bool rerun = tool && tool->idempotent() && t.arguments.is_object();
@@ -315,6 +319,8 @@ std::optional<RunReport> Runner::ask_policy() {
     Timer t(&stats_.prompt_s);
     prompt = context::build_prompt(*prompt_cache_, state_, events_);
   }
+  // The cache now holds what it needs of the events up to the installed summary point.
+  context::drop_summarized_events(*prompt_cache_, events_);
   if (prompt.tokens_estimate > context_config_.hard_tokens()) {
     // Nothing is ever sent above the hard threshold: compact as hard as an overflow would, once.
     if (compact(context::Force::kOverHard, false)) {

@@ -84,6 +84,9 @@ class Runner {
   RunReport run();
 
   const State& state() const { return state_; }
+  // The events the runner keeps: the log after the installed summary point (the prompt cache holds
+  // what it needs of the older ones: context::drop_summarized_events), the whole log before the
+  // first prompt.
   const std::vector<Event>& events() const { return events_; }
   double wall_s() const;  // active time including the current segment
   const RunnerStats& stats() const { return stats_; }
