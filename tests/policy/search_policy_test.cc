@@ -96,7 +96,7 @@ TEST(PlanSearch, FailedConfigurationsNeverSurvive) {
 State fresh_state(int64_t max_tool_calls) {
   State s;
   s.created = true;
-  s.goal.direction = "max";
+  s.goal.direction = Direction::kMax;
   s.limits.max_tool_calls = max_tool_calls;
   return s;
 }
@@ -114,7 +114,7 @@ void apply_reply(State& s, const json& message, const std::vector<Knob>& knobs) 
       auto c = parse_config_text(knobs, args["strategy"]);
       ASSERT_TRUE(c.has_value());
       LedgerEntry l;
-      l.kind = "attempt";
+      l.kind = LedgerKind::kAttempt;
       l.seq = ++s.last_seq;
       l.text = args["strategy"];
       l.correct = true;
@@ -215,9 +215,9 @@ TEST(SearchPolicyReplies, ResumeWithAFreshPolicyContinuesTheSamePlan) {
 TEST(SearchPolicyReplies, FailedAttemptsCountAsFailuresForMinGoalsToo) {
   SearchPolicy p(Files{{"kernel.cc", kKernel}});
   State s = fresh_state(100);
-  s.goal.direction = "min";
+  s.goal.direction = Direction::kMin;
   LedgerEntry a;
-  a.kind = "attempt";
+  a.kind = LedgerKind::kAttempt;
   a.text = "BM=16 BN=32 U=1";
   a.correct = true;
   a.score = 5.0;
