@@ -11,7 +11,7 @@ each kill the script checks that no evaluator and no GPU compute process is left
 `marathon resume`. The last segment runs to the end (or to the deadline, where `marathon stop`
 asks for a clean stop).
 
-Independent of the run's log, a watcher thread lists the evaluator processes (`harness/__main__.py
+Independent of the run's log, a watcher thread lists the runner's evaluator processes (`harness/__main__.py
 eval`, or a task's `evaluate.py`) every 50 ms: the harness executions seen. From the log it reads the
 evaluations recorded (executed / served from the cache), whether any candidate was executed to a
 recorded result twice, the best score over time, the evaluator's busy fraction of the runner's wall
@@ -36,8 +36,27 @@ from pathlib import Path
 EVAL_MARKS = (("harness/__main__.py", "eval"), ("evaluate.py", None))
 
 
-def evaluator_pids() -> dict[int, bool]:
-    """Live evaluator processes (not the bwrap that starts them): pid -> profile run or not."""
+def parent(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def descends_from(pid: int, root: int) -> bool:
+    for _ in range(64):
+        if pid == root:
+            return True
+        if pid <= 1:
+            return False
+        pid = parent(pid)
+    return False
+
+
+def evaluator_pids(root: int | None = None) -> dict[int, bool]:
+    """Live evaluator processes (not the bwrap that starts them), below `root` when given:
+    pid -> profile run or not."""
     out = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -49,7 +68,9 @@ def evaluator_pids() -> dict[int, bool]:
         if not argv or not argv[0] or argv[0].endswith(b"bwrap"):
             continue
         words = [a.decode(errors="replace") for a in argv]
-        if any(any(w.endswith(m) for w in words) and (a is None or a in words) for m, a in EVAL_MARKS):
+        if any(any(w.endswith(m) for w in words) and (a is None or a in words) for m, a in EVAL_MARKS) and (
+            root is None or descends_from(int(d), root)
+        ):
             try:
                 env = Path(f"/proc/{d}/environ").read_bytes()
             except OSError:
@@ -79,11 +100,13 @@ class Watcher(threading.Thread):
         self.seen: dict[int, list] = {}
         self.lock = threading.Lock()
         self.stop = False
+        self.root = None  # the runner of the current segment
 
     def run(self):
         while not self.stop:
             now = time.monotonic()
-            for pid, prof in evaluator_pids().items():
+            root = self.root
+            for pid, prof in (evaluator_pids(root) if root else {}).items():
                 with self.lock:
                     if pid in self.seen:
                         self.seen[pid][1] = now
@@ -138,6 +161,7 @@ def main() -> int:
         first = False
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        watcher.root = proc.pid
         kind = plan.pop(0) if plan else None
         killed = False
         if kind == "any":
@@ -163,7 +187,7 @@ def main() -> int:
         if killed:
             left, t_kill = [], time.monotonic()
             while time.monotonic() - t_kill < 15:
-                left = list(evaluator_pids())
+                left = [p for p in evaluator_pids() if p in watcher.seen]  # this run's, now orphaned
                 if not left:
                     break
                 time.sleep(0.1)
