@@ -76,7 +76,8 @@ def evaluator_pids(root: int | None = None) -> dict[int, bool]:
             except OSError:
                 env = b""
             out[int(d)] = b"MARATHON_PROFILE=1" in env
-    return out
+    # a child forked by an evaluator shows its parent's command line until it execs
+    return {pid: prof for pid, prof in out.items() if parent(pid) not in out}
 
 
 def gpu_processes() -> list[str]:
