@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/installation.h"
 #include "core/event_store.h"
+#include "core/events.h"
 #include "core/fold.h"
 #include "core/run_dir.h"
 #include "core/run_lock.h"
@@ -249,7 +250,7 @@ int do_run(const RunArgs& a) {
     RunLock* lock = &locks.back();
     store->set_write_guard([lock] { lock->verify(); });
     if (gate.unsandboxed) {
-      store->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "run"}}});
+      store->append(make_event(events::SandboxDisabled{gate.reason, "run"}));
     }
     states.push_back(fold(store->read()));
     try {
@@ -311,7 +312,7 @@ int resume_branches(const fs::path& run_dir, bool quiet, const json& overrides,
       ++unfinished;
       st->set_write_guard([lock] { lock->verify(); });
       if (gate.unsandboxed) {
-        st->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "resume"}}});
+        st->append(make_event(events::SandboxDisabled{gate.reason, "resume"}));
       }
     } else {
       // Finished: its runner only reports it (nothing is appended to a finished run).
@@ -389,18 +390,18 @@ int do_resume(const std::string& run_dir, bool quiet, const std::optional<double
     sandbox::never_pass(key_env);
   }
   if (gate.unsandboxed) {
-    store->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "resume"}}});
+    store->append(make_event(events::SandboxDisabled{gate.reason, "resume"}));
   }
   std::vector<Event> events = store->read();
-  const json& created = events.front().payload;
+  const auto created = payload_of<events::RunCreated>(events.front());
   std::unique_ptr<Policy> policy;
   std::unique_ptr<EventStore> original;
   std::vector<Event> original_events;
   DriveOptions options{quiet, {}};
   std::unique_ptr<eval::Executor> executor;
-  if (created.contains("replay_of")) {
+  if (created.replay_of) {
     // A replay that was stopped: serve the rest of the original's responses.
-    fs::path from = created["replay_of"].value("run_dir", "");
+    fs::path from = created.replay_of->run_dir;
     original = EventStore::open((from / "events.db").string(), EventStore::Mode::kReadOnly);
     original_events = original->read();
     policy = make_policy("replay", PolicyOptions{&state, &original_events});

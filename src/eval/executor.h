@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/event.h"
+#include "core/events.h"
 #include "eval/evaluator.h"
 #include "eval/result_cache.h"
 #include "goal/task_spec.h"

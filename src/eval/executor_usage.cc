@@ -5,20 +5,19 @@
 namespace marathon::eval {
 
 void UsageTally::add(const Event& e) {
-  if (e.type != ev::kEvalFinished || !e.payload.is_object()) return;
-  const json& p = e.payload;
-  if (p.value("cached", false)) return;
-  auto x = p.find("executor");
-  if (x == p.end() || !x->is_object()) return;
-  std::string name = x->value("name", "");
-  std::string where = x->value("where", "");
-  std::string slot = name == "local" ? where : name;
+  if (!is<events::EvalFinished>(e)) return;
+  const auto p = payload_of<events::EvalFinished>(e);
+  if (p.cached || !p.executor) return;
+  // A local executor's slots are told apart; a Ray cluster counts as one.
+  std::string why;
+  std::optional<ExecutorSpec> spec = parse_executor(p.executor->name, &why);
+  bool local = spec && spec->kind == ExecutorKind::kLocal;
+  std::string slot = local ? p.executor->where : p.executor->name;
   if (slot.empty()) return;
   SlotUsage& u = slots_[slot];
   u.name = slot;
   u.evaluations += 1;
-  auto el = p.find("elapsed_s");
-  if (el != p.end() && el->is_number() && el->get<double>() > 0) u.busy_s += el->get<double>();
+  if (p.elapsed_s > 0) u.busy_s += p.elapsed_s;
 }
 
 std::vector<SlotUsage> UsageTally::slots() const {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/event.h"
+#include "core/events.h"
 #include "eval/executor.h"
 
 namespace marathon::eval {

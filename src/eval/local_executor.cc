@@ -127,12 +127,13 @@ std::optional<NewEvent> LocalExecutor::release(size_t i, const EvalOutcome& o) {
     for (const Slot& x : slots_) healthy += x.quarantined ? 0 : 1;
     if (s.faults_in_a_row >= kFaultsBeforeQuarantine && healthy > 1) {
       s.quarantined = true;
-      event = NewEvent{ev::kExecutorSlotQuarantined,
-                       {{"executor", "local"},
-                        {"slot", s.name},
-                        {"faults_in_a_row", s.faults_in_a_row},
-                        {"last_status", to_string(o.status)},
-                        {"healthy_slots", healthy - 1}}};
+      events::ExecutorSlotQuarantined q;
+      q.executor = spec().to_string();
+      q.slot = s.name;
+      q.faults_in_a_row = s.faults_in_a_row;
+      q.last_status = o.status;
+      q.healthy_slots = static_cast<int64_t>(healthy - 1);
+      event = make_event(q);
       spdlog::warn("local executor: slot {} quarantined after {} faulted or hung evaluations",
                    s.name, s.faults_in_a_row);
     }

@@ -228,14 +228,15 @@ ExecutedEval RayExecutor::evaluate(const EvalRequest& r, const EventSink& log) {
       }
       json body = ray_submit_body(r, id, *package_uri, spec_.worker_binary);
       if (log) {
-        log({ev::kEvalSubmitted,
-             {{"executor", spec_.to_string()},
-              {"submission_id", id},
-              {"attempt", attempt},
-              {"cache_key", r.cache_key},
-              {"candidate", r.candidate},
-              {"entrypoint", body["entrypoint"]},
-              {"num_gpus", body["entrypoint_num_gpus"]}}});
+        events::EvalSubmitted sub;
+        sub.executor = spec_.to_string();
+        sub.submission_id = id;
+        sub.attempt = attempt;
+        sub.cache_key = r.cache_key;
+        sub.candidate = r.candidate;
+        sub.entrypoint = body["entrypoint"].get<std::string>();
+        sub.num_gpus = body["entrypoint_num_gpus"].get<int64_t>();
+        log(make_event(sub));
       }
       bool already = false;
       if (!api_.submit(body, &already, &error)) {
@@ -272,13 +273,14 @@ ExecutedEval RayExecutor::evaluate(const EvalRequest& r, const EventSink& log) {
     bool retry = attempt + 1 < kRayAttempts;
     spdlog::warn("ray executor: {}{}", reason, retry ? "; retrying once" : "");
     if (log) {
-      json p = {{"executor", spec_.to_string()},
-                {"submission_id", id},
-                {"attempt", attempt},
-                {"reason", reason},
-                {"logs_tail", f.logs_tail},
-                {"retry", retry ? json(ray_submission_id(r.id, attempt + 1)) : json()}};
-      log({ev::kExecutorJobLost, p});
+      events::ExecutorJobLost lost;
+      lost.executor = spec_.to_string();
+      lost.submission_id = id;
+      lost.attempt = attempt;
+      lost.reason = reason;
+      lost.logs_tail = f.logs_tail;
+      if (retry) lost.retry = ray_submission_id(r.id, attempt + 1);
+      log(make_event(lost));
     }
     if (!retry) {
       out.outcome = failed(EvalStatus::kCrash,

@@ -4,15 +4,13 @@ namespace marathon::eval {
 
 void SharedResults::seed(const State& state) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [key, entry] : state.eval_cache) {
-    if (entry.is_object() && entry.value("status", "") == "ok" && entry.contains("result") &&
-        entry["result"].is_object()) {
-      results_.emplace(key, json{{"status", "ok"}, {"result", entry["result"]}});
-    }
+  for (const auto& [key, stored] : state.eval_cache) {
+    std::optional<EvalCacheEntry> entry = read_eval_cache_entry(stored);
+    if (entry && entry->status == EvalStatus::kOk) results_.emplace(key, std::move(*entry));
   }
 }
 
-std::optional<json> SharedResults::claim(const std::string& key) {
+std::optional<EvalCacheEntry> SharedResults::claim(const std::string& key) {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     auto it = results_.find(key);
@@ -28,11 +26,16 @@ std::optional<json> SharedResults::claim(const std::string& key) {
   }
 }
 
-void SharedResults::publish(const std::string& key, const std::string& status, const json& result) {
+void SharedResults::publish(const std::string& key, EvalStatus status, const json& result) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_.erase(key);
-    if (status == "ok") results_[key] = json{{"status", status}, {"result", result}};
+    if (status == EvalStatus::kOk) {
+      EvalCacheEntry e;
+      e.status = status;
+      e.result = result;
+      results_[key] = std::move(e);
+    }
   }
   changed_.notify_all();
 }

@@ -20,13 +20,13 @@ class SharedResults {
   // The ok results a branch's log holds (its eval_cache entries with status ok).
   void seed(const State& state);
 
-  // The result for `key` ({status, result}) when a branch has one, waiting while another branch
+  // The result for `key` (its status is ok) when a branch has one, waiting while another branch
   // is evaluating it; else nullopt, and the caller now holds the key: it must publish() or
   // abandon() it.
-  std::optional<json> claim(const std::string& key);
+  std::optional<EvalCacheEntry> claim(const std::string& key);
   // An evaluation finished: ok results are kept (and served); any other outcome only releases the
   // key (the next branch to ask evaluates it).
-  void publish(const std::string& key, const std::string& status, const json& result);
+  void publish(const std::string& key, EvalStatus status, const json& result);
   void abandon(const std::string& key);
 
   int64_t served() const;  // claims answered from here
@@ -34,7 +34,7 @@ class SharedResults {
  private:
   mutable std::mutex mu_;
   std::condition_variable changed_;
-  std::map<std::string, json> results_;
+  std::map<std::string, EvalCacheEntry> results_;
   std::set<std::string> in_flight_;
   int64_t served_ = 0;
 };

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "core/events.h"
 #include "core/fold.h"
 #include "eval/shared_results.h"
 #include "loop/interrupt.h"
@@ -63,15 +64,20 @@ int best_branch(const std::vector<State>& states) {
       continue;
     }
     double b = *states[size_t(best)].best_score;
-    bool better = s.goal.direction == "min" ? *s.best_score < b : *s.best_score > b;
-    if (better) best = int(i);
+    if (improves(s.goal.direction, *s.best_score, b)) best = int(i);
   }
   return best;
 }
 
 namespace {
 
-bool shared_kind(const std::string& kind) { return kind == "finding" || kind == "dead_end"; }
+// A finding or dead end a branch noted itself (not a copy of another branch's): the notes the
+// other branches get.
+bool is_own_shared_note(const Event& e) {
+  if (!is<events::LedgerNoted>(e)) return false;
+  const auto p = payload_of<events::LedgerNoted>(e);
+  return !p.from_branch && (p.kind == LedgerKind::kFinding || p.kind == LedgerKind::kDeadEnd);
+}
 
 // What the branches share while they run: each branch's budget use, the copies of notes into the
 // other branches' logs (through handles of the coordinator's own), and the progress lines.
@@ -91,12 +97,13 @@ class Coordinator {
   void copy_note(int from, const Event& note, int to, const std::set<int64_t>& already) {
     if (already.count(note.seq)) return;
     std::lock_guard<std::mutex> lock(mirror_mu_[size_t(to)]);
-    mirrors_[size_t(to)]->append(
-        {ev::kLedgerNoted,
-         {{"kind", note.payload.value("kind", "")},
-          {"text", fmt::format("[branch {}] {}", from, note.payload.value("text", ""))},
-          {"from_branch", from},
-          {"from_seq", note.seq}}});
+    const auto p = payload_of<events::LedgerNoted>(note);
+    events::LedgerNoted copy;
+    copy.kind = p.kind;
+    copy.text = fmt::format("[branch {}] {}", from, p.text);
+    copy.from_branch = from;
+    copy.from_seq = note.seq;
+    mirrors_[size_t(to)]->append(make_event(copy));
   }
 
   void on_event(int i, const Event& e, const State& s) {
@@ -112,8 +119,7 @@ class Coordinator {
         std::fflush(stdout);
       }
     }
-    if (e.type == ev::kLedgerNoted && !e.payload.contains("from_branch") &&
-        shared_kind(e.payload.value("kind", ""))) {
+    if (is_own_shared_note(e)) {
       for (size_t j = 0; j < mirrors_.size(); ++j) {
         if (int(j) == i) continue;
         try {
@@ -174,15 +180,12 @@ BranchesReport drive_branches(const std::vector<Branch>& branches, const Branche
       if (i == j) continue;
       std::set<int64_t> copied;
       for (const Event& e : logs[j]) {
-        if (e.type == ev::kLedgerNoted && e.payload.value("from_branch", -1) == int(i)) {
-          copied.insert(e.payload.value("from_seq", int64_t(0)));
-        }
+        if (!is<events::LedgerNoted>(e)) continue;
+        const auto p = payload_of<events::LedgerNoted>(e);
+        if (p.from_branch == int64_t(i)) copied.insert(p.from_seq.value_or(0));
       }
       for (const Event& e : logs[i]) {
-        if (e.type == ev::kLedgerNoted && !e.payload.contains("from_branch") &&
-            shared_kind(e.payload.value("kind", ""))) {
-          coord.copy_note(int(i), e, int(j), copied);
-        }
+        if (is_own_shared_note(e)) coord.copy_note(int(i), e, int(j), copied);
       }
     }
   }

@@ -8,18 +8,19 @@
 
 #include "context/compaction.h"
 #include "context/prompt_builder.h"
+#include "context/prompt_texts.h"
 #include "context/transcript.h"
 #include "core/checkpoint.h"
 #include "core/fold.h"
 #include "goal/budget.h"
+#include "loop/stops.h"
 #include "loop/tool_call_log.h"
-#include "tools/json_schema.h"
 
 namespace marathon {
 
 namespace {
 
-using context::kUserMessage;
+using namespace events;
 constexpr int kMaxConsecutiveModelErrors = 3;
 
 // Adds the seconds since construction to a counter when it goes out of scope.
@@ -41,17 +42,11 @@ int64_t system_now_us() {
       .count();
 }
 
-std::string interrupted_message(const std::string& tool) {
-  return fmt::format(
-      "interrupted: the runner stopped while `{}` was running and it was not re-run on resume "
-      "(it is not idempotent). Its effects, if any, are unknown: check before you retry it.",
-      tool);
-}
-
-bool target_met(const State& s) {
-  if (!s.goal.target || !s.best_score) return false;
-  return s.goal.direction == "min" ? *s.best_score <= *s.goal.target
-                                   : *s.best_score >= *s.goal.target;
+NewEvent user_message(std::string reason, std::string content) {
+  UserMessage m;
+  m.reason = std::move(reason);
+  m.content = std::move(content);
+  return make_event(m);
 }
 
 std::string best_text(const State& s) {
@@ -62,21 +57,11 @@ std::string best_text(const State& s) {
 
 }  // namespace
 
-ToolResult run_tool_safely(Tool& tool, const json& args, ToolContext& ctx) {
-  try {
-    return tool.run(args, ctx);
-  } catch (const std::exception& e) {
-    ToolResult r;
-    r.ok = false;
-    r.output = fmt::format("{} failed: {}", tool.name(), e.what());
-    return r;
-  }
-}
-
 Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools,
                std::filesystem::path run_dir, RunnerHooks hooks)
     : store_(store),
       policy_(policy),
+      summarise_(summariser_of(policy, &state_)),
       tools_(tools),
       run_dir_(std::move(run_dir)),
       hooks_(std::move(hooks)) {
@@ -102,11 +87,9 @@ double Runner::wall_s() const {
 }
 
 void Runner::note_stop_request(const Event& e) {
-  if (e.type == ev::kRunStopRequested) {
-    auto reason = e.payload.find("reason");
-    stop_requested_ = reason != e.payload.end() && reason->is_string() ? reason->get<std::string>()
-                                                                       : std::string();
-  } else if (e.type == ev::kRunResumed) {
+  if (is<RunStopRequested>(e)) {
+    stop_requested_ = payload_of<RunStopRequested>(e).reason;
+  } else if (is<RunResumed>(e)) {
     stop_requested_.reset();  // asked of an earlier session
   }
 }
@@ -151,88 +134,67 @@ ToolContext Runner::tool_context(int64_t started_seq) {
 }
 
 std::optional<RunReport> Runner::check_stops() {
-  if (state_.done) return RunReport{RunOutcome::kFinished, state_.finish_reason};
-  auto pause = [this](const std::string& reason, const std::string& message) {
-    append({{ev::kRunPaused, {{"reason", reason}, {"message", message}}}});
-    return RunReport{RunOutcome::kPaused, reason};
-  };
-  auto finish = [this](const std::string& reason, const std::string& summary) {
-    append({{ev::kRunFinished, {{"reason", reason}, {"summary", summary}}}});
-    return RunReport{RunOutcome::kFinished, reason};
-  };
-  if (hooks_.interrupted && hooks_.interrupted()) {
-    return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
-  }
-  if (stop_requested_) {
-    return pause("stopped",
-                 fmt::format("stopped on request ({}); `marathon resume` carries on",
-                             stop_requested_->empty() ? "no reason given" : *stop_requested_));
-  }
-  if (state_.goal.status == "paused") {
-    return pause("goal_paused",
-                 "the goal is paused; `marathon goal resume` then `marathon resume`");
-  }
-  if (state_.goal.status == "cleared") return finish("goal_cleared", "the goal was cleared");
-  if (target_met(state_)) {
-    return finish("target",
-                  fmt::format("target {:.4g} reached: {}", *state_.goal.target, best_text(state_)));
-  }
   BudgetUsed used = state_.used;
   used.wall_s = wall_s();
   if (hooks_.shared_budget) used = hooks_.shared_budget(used);
-  if (auto over = exhausted_budget(state_.limits, used)) {
-    return finish("budget", fmt::format("{} budget used up ({:.6g} of {:.6g}); {}", over->which,
-                                        over->used, over->limit, best_text(state_)));
+  const StopDecision d = decide_stop(state_, used, hooks_.interrupted && hooks_.interrupted(),
+                                     stop_requested_.has_value());
+  auto pause = [this](const std::string& reason, const std::string& message) {
+    append({make_event(RunPaused{reason, message})});
+    return RunReport{RunOutcome::kPaused, reason};
+  };
+  auto finish = [this](const std::string& reason, const std::string& summary) {
+    append({make_event(RunFinished{reason, summary})});
+    return RunReport{RunOutcome::kFinished, reason};
+  };
+  using K = StopDecision::Kind;
+  switch (d.kind) {
+    case K::kDone:
+      return RunReport{RunOutcome::kFinished, state_.finish_reason};
+    case K::kInterrupted:
+      return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
+    case K::kStopRequested:
+      return pause("stopped",
+                   fmt::format("stopped on request ({}); `marathon resume` carries on",
+                               stop_requested_->empty() ? "no reason given" : *stop_requested_));
+    case K::kGoalPaused:
+      return pause("goal_paused",
+                   "the goal is paused; `marathon goal resume` then `marathon resume`");
+    case K::kGoalCleared:
+      return finish("goal_cleared", "the goal was cleared");
+    case K::kTarget:
+      return finish("target", fmt::format("target {:.4g} reached: {}", *state_.goal.target,
+                                          best_text(state_)));
+    case K::kBudget:
+      return finish("budget",
+                    fmt::format("{} budget used up ({:.6g} of {:.6g}); {}", d.exhausted->which,
+                                d.exhausted->used, d.exhausted->limit, best_text(state_)));
+    case K::kNone:
+      break;
   }
-  std::vector<NewEvent> warnings;
-  for (const BudgetItem& b : budgets_to_warn(state_.limits, used, state_.budget_warnings)) {
-    warnings.push_back(
-        {ev::kBudgetWarned, {{"which", b.which}, {"used", b.used}, {"limit", b.limit}}});
-    warnings.push_back(
-        {kUserMessage,
-         {{"reason", "budget"},
-          {"content",
-           fmt::format("Budget note: {} is at {:.0f}% of its limit ({}). Wrap up: "
-                       "evaluate your best idea, note what you learned, and call "
-                       "`finish` with a summary before the run is stopped.",
-                       b.which, 100 * b.fraction(), budget_line(state_.limits, used))}}});
+  std::vector<NewEvent> notes;
+  for (const BudgetItem& b : d.notes) {
+    notes.push_back(make_event(BudgetWarned{b.which, b.used, b.limit}));
+    notes.push_back(user_message(
+        UserMessage::kBudget,
+        context::budget_note(b.which, 100 * b.fraction(), budget_line(state_.limits, used))));
   }
-  if (!warnings.empty()) append(std::move(warnings));
+  if (!notes.empty()) append(std::move(notes));
   return std::nullopt;
-}
-
-std::string Runner::effective_tool_error(const LoggedToolCall& call, json* args) {
-  const Tool* tool = tools_.find(call.name);
-  if (!tool) {
-    std::string valid;
-    for (const std::string& n : tools_.names()) valid += (valid.empty() ? "" : ", ") + n;
-    return fmt::format("error: unknown tool \"{}\"; the tools are: {}", call.name, valid);
-  }
-  std::string error;
-  std::optional<json> parsed = parse_tool_arguments(call.name, call.arguments, &error);
-  if (!parsed) return "error: " + error;
-  *args = std::move(*parsed);
-  std::vector<std::string> problems = validate_schema(*args, tool->parameters());
-  if (!problems.empty()) {
-    std::string out = fmt::format("error: invalid arguments for `{}`:", call.name);
-    for (const std::string& p : problems) out += "\n- " + p;
-    return out + "\nexpected schema: " + tool->parameters().dump();
-  }
-  return "";
 }
 
 Runner::PreparedCall Runner::prepare_call(const LoggedToolCall& call, int64_t turn) {
   PreparedCall p;
   p.call = call;
-  p.args = json::object();
-  p.error = effective_tool_error(call, &p.args);
+  p.checked = tools_.check(call.name, call.arguments);
   p.turn = turn;
-  p.started = {ev::kToolStarted,
-               {{"call_id", call.id},
-                {"name", call.name},
-                {"arguments", p.error.empty() ? p.args : json(call.arguments)},
-                {"turn", turn},
-                {"index", call.index}}};
+  ToolStarted started;
+  started.call_id = call.id;
+  started.name = call.name;
+  started.arguments = p.checked.ok() ? p.checked.arguments : json(call.arguments);
+  started.turn = turn;
+  started.index = static_cast<int64_t>(call.index);
+  p.started = make_event(started);
   return p;
 }
 
@@ -240,24 +202,24 @@ void Runner::execute_call(const PreparedCall& p, const Event& started) {
   const LoggedToolCall& call = p.call;
   auto t0 = std::chrono::steady_clock::now();
   ToolResult result;
-  json extra = json::object();
-  if (!p.error.empty()) {
+  bool interrupted = false;
+  if (!p.checked.ok()) {
     result.ok = false;
-    result.output = p.error;
+    result.output = p.checked.error;
   } else if (std::optional<LoggedResult> logged =
                  hooks_.logged_result ? hooks_.logged_result(p.turn, call.index, call.name)
                                       : std::nullopt) {
     result = std::move(logged->result);
-    if (logged->finished_payload.value("interrupted", false)) extra["interrupted"] = true;
+    interrupted = logged->finished.interrupted;
   } else {
     ToolContext ctx = tool_context(started.seq);
     Timer t(&stats_.tools_s);
-    result = run_tool_safely(*tools_.find(call.name), p.args, ctx);
+    result = ToolRegistry::run(*p.checked.tool, p.checked.arguments, ctx);
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  NewEvent fin = tool_finished_event(started, call.id, call.name, result, elapsed);
-  for (auto& [k, v] : extra.items()) fin.payload[k] = v;
-  append(with_effects(std::move(fin), started, result));
+  ToolFinished fin = finished_payload(call.id, call.name, result, elapsed);
+  fin.interrupted = interrupted;
+  append(with_effects(fin, started, result));
 }
 
 void Runner::run_call(const LoggedToolCall& call) {
@@ -276,7 +238,11 @@ void Runner::recover_in_flight() {
     auto it = std::find_if(events_.begin(), events_.end(),
                            [&](const Event& e) { return e.seq == t.started_seq; });
     Event started;  // (the log always holds it; a default keeps a damaged log from looping here)
-    if (it != events_.end()) started = *it;
+    if (it != events_.end()) {
+      started = *it;
+    } else {
+      for (Event& e : store_.read(t.started_seq, t.started_seq)) started = std::move(e);
+    }
     Tool* tool = tools_.find(t.name);
     ToolResult result;
     bool rerun = tool && tool->idempotent() && t.arguments.is_object();
@@ -285,17 +251,17 @@ void Runner::recover_in_flight() {
       spdlog::info("resume: re-running `{}` ({}), in flight when the run stopped", t.name,
                    t.call_id);
       ToolContext ctx = tool_context(t.started_seq);
-      result = run_tool_safely(*tool, t.arguments, ctx);
+      result = ToolRegistry::run(*tool, t.arguments, ctx);
     } else {
       spdlog::info("resume: `{}` ({}) was in flight; reported to the model as interrupted", t.name,
                    t.call_id);
       result.ok = false;
-      result.output = interrupted_message(t.name);
+      result.output = context::interrupted_tool_output(t.name);
     }
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    NewEvent fin = tool_finished_event(started, t.call_id, t.name, result, elapsed);
-    if (!rerun) fin.payload["interrupted"] = true;
-    append(with_effects(std::move(fin), started, result));
+    ToolFinished fin = finished_payload(t.call_id, t.name, result, elapsed);
+    fin.interrupted = !rerun;
+    append(with_effects(fin, started, result));
   }
 }
 
@@ -304,23 +270,19 @@ std::optional<RunReport> Runner::start_goal_turn() {
   if (limit > 0 && state_.goal.turns_without_progress >= limit) {
     std::string why =
         fmt::format("paused itself after {} turns without progress ({})", limit, best_text(state_));
-    append({{ev::kGoalChanged,
-             {{"verb", "auto_pause"},
-              {"objective", state_.goal.objective},
-              {"status", "paused"},
-              {"progress", why}}},
-            {ev::kRunPaused, {{"reason", "goal_auto_paused"}, {"message", why}}}});
+    GoalChanged paused;
+    paused.verb = GoalVerb::kAutoPause;
+    paused.objective = state_.goal.objective;
+    paused.status = GoalStatus::kPaused;
+    paused.progress = why;
+    append({make_event(paused), make_event(RunPaused{"goal_auto_paused", why})});
     return RunReport{RunOutcome::kPaused, "goal_auto_paused"};
   }
   BudgetUsed used = state_.used;
   used.wall_s = wall_s();
-  std::string text = fmt::format(
-      "You stopped without calling `finish`, but the goal is still open and budget remains "
-      "({}). Progress so far: {}; {} evaluation(s) since the last improvement. Keep working "
-      "toward the goal: try the next idea, evaluate it, note what you learn. Call `finish` "
-      "with a summary only when you are done.",
-      budget_line(state_.limits, used), best_text(state_), state_.evals_since_improvement);
-  append({{kUserMessage, {{"reason", "goal_turn"}, {"content", text}}}});
+  append({user_message(UserMessage::kGoalTurn,
+                       context::goal_turn_note(budget_line(state_.limits, used), best_text(state_),
+                                               state_.evals_since_improvement))});
   return std::nullopt;
 }
 
@@ -341,7 +303,7 @@ bool Runner::compact(context::Force force, bool cuts_only) {
     // run_compaction reads the state, the events and the cache only before its first append; the
     // appends update state_ and events_ (the cache reads them at its next update).
     context::CompactionResult r =
-        context::run_compaction(*prompt_cache_, plan, state_, events_, &policy_, io);
+        context::run_compaction(*prompt_cache_, plan, state_, events_, summarise_, io);
     appended = appended || !r.appended.empty();
     if (plan.action != context::CompactionPlan::Action::kCut) break;
   }
@@ -349,14 +311,9 @@ bool Runner::compact(context::Force force, bool cuts_only) {
 }
 
 bool Runner::stop_or_note_due(const BudgetUsed& used) const {
-  // What check_stops() would act on, with `used` as the budget use.
-  if (state_.done) return true;
-  if (hooks_.interrupted && hooks_.interrupted()) return true;
-  if (stop_requested_) return true;
-  if (state_.goal.status == "paused" || state_.goal.status == "cleared") return true;
-  if (target_met(state_)) return true;
-  if (exhausted_budget(state_.limits, used)) return true;
-  return !budgets_to_warn(state_.limits, used, state_.budget_warnings).empty();
+  return decide_stop(state_, used, hooks_.interrupted && hooks_.interrupted(),
+                     stop_requested_.has_value())
+      .acts();
 }
 
 std::optional<RunReport> Runner::ask_policy() {
@@ -370,6 +327,8 @@ std::optional<RunReport> Runner::ask_policy() {
     Timer t(&stats_.prompt_s);
     prompt = context::build_prompt(*prompt_cache_, state_, events_);
   }
+  // The cache now holds what it needs of the events up to the installed summary point.
+  context::drop_summarized_events(*prompt_cache_, events_);
   if (prompt.tokens_estimate > context_config_.hard_tokens()) {
     // Nothing is ever sent above the hard threshold: compact as hard as an overflow would, once.
     if (compact(context::Force::kOverHard, false)) {
@@ -385,16 +344,17 @@ std::optional<RunReport> Runner::ask_policy() {
           "has a larger one",
           prompt.tokens_estimate, context_config_.hard_tokens(), context_config_.hard_threshold,
           context_config_.context_window);
-      append({{ev::kRunPaused, {{"reason", "context_overflow"}, {"message", why}}}});
+      append({make_event(RunPaused{"context_overflow", why})});
       return RunReport{RunOutcome::kFailed, "context_overflow"};
     }
   }
   if (!pending || compacted) {
-    append({{ev::kModelRequest,
-             {{"turn", turns_.goal_turn()},
-              {"prompt_sha", prompt.sha256},
-              {"n_messages", prompt.messages.size()},
-              {"tokens_estimate", prompt.tokens_raw}}}});
+    ModelRequest req;
+    req.turn = turns_.goal_turn();
+    req.prompt_sha = prompt.sha256;
+    req.n_messages = static_cast<int64_t>(prompt.messages.size());
+    req.tokens_estimate = prompt.tokens_raw;
+    append({make_event(req)});
   }
   // Lent to the request, not copied, and taken back after the call.
   PolicyRequest request{std::move(prompt.messages), std::move(tools_json_), &state_,
@@ -405,44 +365,35 @@ std::optional<RunReport> Runner::ask_policy() {
     reply = policy_.next(request);
   } catch (const std::exception& e) {
     reply = PolicyReply{};
-    reply.error = json{{"kind", "transport"}, {"message", e.what()}};
+    reply.error = ModelError::make(LlmErrorKind::kTransport, e.what());
   }
   tools_json_ = std::move(request.tools);
   // The next prompt extends these messages instead of copying every one again.
   prompt_cache_->give_back(std::move(request.messages));
-  if (reply.error && reply.error->value("kind", "") == "interrupted") {
+  if (reply.error && reply.error->kind == LlmErrorKind::kInterrupted) {
     // A signal cut the call short: no response is logged, the request stays pending (resume sends
     // it again) and the next iteration pauses the run.
     spdlog::info("model call interrupted; pausing");
     return std::nullopt;
   }
-  json payload = {
-      {"message", normalise_assistant_message(reply.message, state_.turns)},
-      {"usage",
-       {{"prompt_tokens", reply.prompt_tokens}, {"completion_tokens", reply.completion_tokens}}},
-      {"cost_usd", reply.cost_usd},
-      {"provider", reply.provider},
-      {"model", reply.model},
-      {"finish_reason", reply.finish_reason}};
-  if (reply.error) payload["error"] = *reply.error;
-  if (reply.problems.is_array() && !reply.problems.empty()) payload["problems"] = reply.problems;
+  ModelResponse response = response_payload(reply);
+  response.message = normalise_assistant_message(reply.message, state_.turns);
   // The response, preceded by a warning when its usage is the runtime's estimate.
   std::vector<NewEvent> batch;
   if (reply.usage_rejected) {
-    payload["usage_estimated"] = true;
-    json w = *reply.usage_rejected;
-    w["provider"] = reply.provider;
-    w["model"] = reply.model;
-    batch.push_back({ev::kLlmUsageRejected, std::move(w)});
+    LlmUsageRejected w = *reply.usage_rejected;
+    w.provider = reply.provider;
+    w.model = reply.model;
+    batch.push_back(make_event(w));
   }
-  batch.push_back({ev::kModelResponse, payload});
+  batch.push_back(make_event(response));
   if (!reply.error) {
     context_retry_used_ = false;
     // The response and its first call's tool.started go in one transaction (one fsync): both must
     // be durable before the call acts, and nothing else is decided between them unless a stop or
     // a budget note is due after this response (then the call waits for the next iteration, as
     // the other calls of the turn do).
-    std::vector<LoggedToolCall> calls = tool_calls_of(payload["message"]);
+    std::vector<LoggedToolCall> calls = tool_calls_of(response.message);
     sync();
     BudgetUsed used = state_.used;
     used.model_calls += 1;
@@ -462,32 +413,27 @@ std::optional<RunReport> Runner::ask_policy() {
   }
   append(std::move(batch));
 
-  std::string kind = reply.error->value("kind", "unknown");
-  std::string message = reply.error->value("message", "");
+  const ModelError& error = *response.error;
+  const std::string& kind = error.kind_text;
+  const std::string& message = error.message;
   spdlog::warn("model call failed ({}): {}", kind, message);
-  if (kind == "context_length" && !context_retry_used_) {
+  if (error.kind == LlmErrorKind::kContextLength && !context_retry_used_) {
     context_retry_used_ = true;
     compact(context::Force::kOverflow, false);
     return std::nullopt;  // the next iteration asks again with the compacted prompt
   }
-  if (kind == "auth" || kind == "not_found" || kind == "bad_request" ||
-      kind == "replay_exhausted") {
-    append({{ev::kRunPaused, {{"reason", "model_error"}, {"message", kind + ": " + message}}}});
+  if (is_permanent(error.kind)) {
+    append({make_event(RunPaused{"model_error", kind + ": " + message})});
     return RunReport{RunOutcome::kFailed, "model_error"};
   }
   if (turns_.consecutive_model_errors() >= kMaxConsecutiveModelErrors) {
-    append({{ev::kRunPaused,
-             {{"reason", "model_unavailable"},
-              {"message", fmt::format("{} model calls failed in a row; last: {}: {}",
-                                      kMaxConsecutiveModelErrors, kind, message)}}}});
+    append({make_event(
+        RunPaused{"model_unavailable", fmt::format("{} model calls failed in a row; last: {}: {}",
+                                                   kMaxConsecutiveModelErrors, kind, message)})});
     return RunReport{RunOutcome::kFailed, "model_unavailable"};
   }
-  if (kind == "malformed") {
-    append({{kUserMessage,
-             {{"reason", "model_error"},
-              {"content", fmt::format("Your previous reply could not be used ({}). Reply again: "
-                                      "text and/or tool calls with JSON arguments.",
-                                      message)}}}});
+  if (error.kind == LlmErrorKind::kMalformed) {
+    append({user_message(UserMessage::kModelError, context::unusable_reply_note(message))});
   }
   return std::nullopt;
 }

@@ -115,10 +115,11 @@ TEST(LocalExecutor, ASlotFaultingTwiceInARowIsQuarantinedAndReported) {
   EXPECT_TRUE(logged.empty()) << "one fault is no quarantine";
   EXPECT_EQ(x.evaluate(EvalRequest{}, log).outcome.status, EvalStatus::kTimeout);
   ASSERT_EQ(logged.size(), 1u);
-  EXPECT_EQ(logged[0].type, ev::kExecutorSlotQuarantined);
-  EXPECT_EQ(logged[0].payload["slot"], "gpu1");
-  EXPECT_EQ(logged[0].payload["faults_in_a_row"], 2);
-  EXPECT_EQ(logged[0].payload["last_status"], "timeout");
+  EXPECT_EQ(logged[0].type, events::ExecutorSlotQuarantined::kType);
+  const auto q = logged[0].payload.get<events::ExecutorSlotQuarantined>();
+  EXPECT_EQ(q.slot, "gpu1");
+  EXPECT_EQ(q.faults_in_a_row, 2);
+  EXPECT_EQ(q.last_status, EvalStatus::kTimeout);
   for (int i = 0; i < 3; ++i) {
     ExecutedEval r = x.evaluate(EvalRequest{}, log);
     EXPECT_EQ(r.where, "gpu0");

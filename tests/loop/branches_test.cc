@@ -110,8 +110,8 @@ int branch_of(const json& request) {
 // True once the branch's log holds the copy of branch 1's dead end.
 bool has_copied_dead_end(const fs::path& dir) {
   try {
-    for (const Event& e : events_of_type(load_events(dir), ev::kLedgerNoted)) {
-      if (e.payload.value("from_branch", -1) == 1) return true;
+    for (const Event& e : events_of_type(load_events(dir), events::LedgerNoted::kType)) {
+      if (payload_of<events::LedgerNoted>(e).from_branch == 1) return true;
     }
   } catch (const std::exception&) {
   }
@@ -184,13 +184,15 @@ TEST(Branches, FourBranchesShareDeadEndsResultsAndSlots) {
   const std::string shared_text = candidate_text(task, 0, 1);
   int shared = 0, executed = 0;
   for (int b = 0; b < kBranches; ++b) {
-    for (const Event& e : events_of_type(load_events(branch_dir(run, b)), ev::kEvalFinished)) {
-      if (e.payload.value("shared", false)) {
+    for (const Event& e :
+         events_of_type(load_events(branch_dir(run, b)), events::EvalFinished::kType)) {
+      const auto f = payload_of<events::EvalFinished>(e);
+      if (f.shared) {
         ++shared;
         EXPECT_TRUE(b == 0 || b == 2) << b;
-        EXPECT_EQ(e.payload["status"], "ok");
+        EXPECT_EQ(f.status, EvalStatus::kOk);
       }
-      if (!e.payload.value("cached", false)) ++executed;
+      if (!f.cached) ++executed;
     }
   }
   EXPECT_EQ(shared, 1);
@@ -212,11 +214,14 @@ TEST(Branches, FourBranchesShareDeadEndsResultsAndSlots) {
   std::map<std::string, double> busy;
   double first = 1e300, last = 0;
   for (int b = 0; b < kBranches; ++b) {
-    for (const Event& e : events_of_type(load_events(branch_dir(run, b)), ev::kEvalFinished)) {
-      if (e.payload.value("cached", false)) continue;
-      std::string where = e.payload["executor"]["where"];
+    for (const Event& e :
+         events_of_type(load_events(branch_dir(run, b)), events::EvalFinished::kType)) {
+      const auto f = payload_of<events::EvalFinished>(e);
+      if (f.cached) continue;
+      ASSERT_TRUE(f.executor);
+      std::string where = f.executor->where;
       EXPECT_TRUE(where == "cpu0" || where == "cpu1") << where;
-      double elapsed = e.payload.value("elapsed_s", 0.0);
+      double elapsed = f.elapsed_s;
       busy[where] += elapsed;
       first = std::min(first, double(e.recorded_at_us) / 1e6 - elapsed);
       last = std::max(last, double(e.recorded_at_us) / 1e6);
@@ -296,7 +301,8 @@ TEST(Branches, ResumeRestoresEveryBranch) {
     testing::Child c(args, {}, dir / "run.log");
     auto evaluated = [&](int b) {
       try {
-        return !events_of_type(load_events(branch_dir(run, b)), ev::kEvalFinished).empty();
+        return !events_of_type(load_events(branch_dir(run, b)), events::EvalFinished::kType)
+                    .empty();
       } catch (const std::exception&) {
         return false;
       }
@@ -320,8 +326,9 @@ TEST(Branches, ResumeRestoresEveryBranch) {
     EXPECT_EQ(*s.best_score, 10 * b + 2);
   }
   int copies = 0;
-  for (const Event& e : events_of_type(load_events(branch_dir(run, 1)), ev::kLedgerNoted)) {
-    if (e.payload.value("from_branch", -1) == 0) ++copies;
+  for (const Event& e :
+       events_of_type(load_events(branch_dir(run, 1)), events::LedgerNoted::kType)) {
+    if (payload_of<events::LedgerNoted>(e).from_branch == 0) ++copies;
   }
   EXPECT_EQ(copies, 1);
 }

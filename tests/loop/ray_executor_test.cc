@@ -155,7 +155,7 @@ ScriptedResponse slow_script(size_t turn) {
 std::vector<Event> submitted(const fs::path& run) {
   try {
     if (!fs::exists(run / "events.db")) return {};
-    return events_of_type(load_events(run), ev::kEvalSubmitted);
+    return events_of_type(load_events(run), events::EvalSubmitted::kType);
   } catch (const std::exception&) {
     return {};
   }
@@ -240,7 +240,7 @@ TEST(RayExecutor, KilledRunnerAndKilledWorkerNeitherPayTwiceNorLoseTheEvaluation
     Child runner(args, {}, dir / "run.log");
     ASSERT_TRUE(wait_until([&] { return submitted(run).size() == 1; }, 120))
         << testing::read_text(dir / "run.log");
-    std::string id = submitted(run)[0].payload["submission_id"];
+    std::string id = payload_of<events::EvalSubmitted>(submitted(run)[0]).submission_id;
     ASSERT_TRUE(wait_until(
         [&] {
           std::string error;
@@ -250,13 +250,13 @@ TEST(RayExecutor, KilledRunnerAndKilledWorkerNeitherPayTwiceNorLoseTheEvaluation
         120));
     runner.kill_group();
   }
-  std::string first_id = submitted(run)[0].payload["submission_id"];
+  std::string first_id = payload_of<events::EvalSubmitted>(submitted(run)[0]).submission_id;
 
   // 2. Resumed: it follows the first job; the second job's worker is killed mid-job.
   Child resumed({MARATHON_BINARY, "resume", run.string(), "--quiet"}, {}, dir / "resume.log");
   ASSERT_TRUE(wait_until([&] { return submitted(run).size() == 2; }, 180))
       << testing::read_text(dir / "resume.log");
-  std::string second_id = submitted(run)[1].payload["submission_id"];
+  std::string second_id = payload_of<events::EvalSubmitted>(submitted(run)[1]).submission_id;
   pid_t entry = 0;
   ASSERT_TRUE(wait_until([&] { return (entry = entrypoint_of(second_id)) > 0; }, 60));
   std::this_thread::sleep_for(std::chrono::seconds(1));  // well inside its 6 s evaluation
@@ -269,7 +269,7 @@ TEST(RayExecutor, KilledRunnerAndKilledWorkerNeitherPayTwiceNorLoseTheEvaluation
   EXPECT_EQ(*rc, 0) << testing::read_text(dir / "resume.log");
 
   std::vector<Event> events = load_events(run);
-  std::string run_id = events.front().payload["run_id"];
+  std::string run_id = payload_of<events::RunCreated>(events.front()).run_id;
 
   // Jobs on the head for this run: the first evaluation once, the second twice (the retry).
   std::string error;
@@ -284,28 +284,30 @@ TEST(RayExecutor, KilledRunnerAndKilledWorkerNeitherPayTwiceNorLoseTheEvaluation
   EXPECT_EQ(ids, (std::multiset<std::string>{first_id, second_id, retry_id}));
 
   // Logged before each submission; the resumed runner submitted nothing for the first evaluation.
-  std::vector<Event> subs = events_of_type(events, ev::kEvalSubmitted);
+  std::vector<Event> subs = events_of_type(events, events::EvalSubmitted::kType);
   ASSERT_EQ(subs.size(), 3u);
-  EXPECT_EQ(subs[0].payload["submission_id"], first_id);
-  EXPECT_EQ(subs[1].payload["submission_id"], second_id);
-  EXPECT_EQ(subs[2].payload["submission_id"], retry_id);
-  EXPECT_EQ(subs[2].payload["attempt"], 1);
+  EXPECT_EQ(payload_of<events::EvalSubmitted>(subs[0]).submission_id, first_id);
+  EXPECT_EQ(payload_of<events::EvalSubmitted>(subs[1]).submission_id, second_id);
+  EXPECT_EQ(payload_of<events::EvalSubmitted>(subs[2]).submission_id, retry_id);
+  EXPECT_EQ(payload_of<events::EvalSubmitted>(subs[2]).attempt, 1);
 
   // The lost job reported once, with its retry.
-  std::vector<Event> lost = events_of_type(events, ev::kExecutorJobLost);
+  std::vector<Event> lost = events_of_type(events, events::ExecutorJobLost::kType);
   ASSERT_EQ(lost.size(), 1u);
-  EXPECT_EQ(lost[0].payload["submission_id"], second_id);
-  EXPECT_EQ(lost[0].payload["retry"], retry_id);
+  const auto lost0 = payload_of<events::ExecutorJobLost>(lost[0]);
+  EXPECT_EQ(lost0.submission_id, second_id);
+  EXPECT_EQ(lost0.retry, retry_id);
 
   // Both evaluations finished ok from their jobs; each candidate was evaluated exactly once.
-  std::vector<Event> fin = events_of_type(events, ev::kEvalFinished);
+  std::vector<Event> fin = events_of_type(events, events::EvalFinished::kType);
   ASSERT_EQ(fin.size(), 2u);
-  EXPECT_EQ(fin[0].payload["status"], "ok") << fin[0].payload.dump();
-  EXPECT_EQ(fin[0].payload["result"]["score"], 2);
-  EXPECT_EQ(fin[0].payload["executor"]["where"], first_id);
-  EXPECT_EQ(fin[1].payload["status"], "ok") << fin[1].payload.dump();
-  EXPECT_EQ(fin[1].payload["result"]["score"], 4);
-  EXPECT_EQ(fin[1].payload["executor"]["where"], retry_id);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto f = payload_of<events::EvalFinished>(fin[i]);
+    EXPECT_EQ(f.status, EvalStatus::kOk) << fin[i].payload.dump();
+    EXPECT_EQ(f.result["score"], i == 0 ? 2 : 4);
+    ASSERT_TRUE(f.executor);
+    EXPECT_EQ(f.executor->where, i == 0 ? first_id : retry_id);
+  }
   std::vector<std::string> marks = read_lines(marker);
   EXPECT_EQ(std::count(marks.begin(), marks.end(), sha256_hex(kFirst)), 1);
   EXPECT_EQ(std::count(marks.begin(), marks.end(), sha256_hex(kSecond)), 1);
