@@ -44,12 +44,12 @@ TEST(Branches, RunBudgetAddsTheOthersUseAndTakesTheLongestWall) {
 
 TEST(Branches, BestIsTheBestOverBranchesInTheGoalsDirection) {
   std::vector<State> s(3);
-  for (State& x : s) x.goal.direction = "max";
+  for (State& x : s) x.goal.direction = Direction::kMax;
   EXPECT_EQ(best_branch(s), -1);
   s[0].best_score = 3;
   s[2].best_score = 5;
   EXPECT_EQ(best_branch(s), 2);
-  for (State& x : s) x.goal.direction = "min";
+  for (State& x : s) x.goal.direction = Direction::kMin;
   EXPECT_EQ(best_branch(s), 0);
 }
 
