@@ -1,6 +1,7 @@
 // Tool: one action the agent can take. Tools never append events themselves: they return the events
 // their effect implies (e.g. workspace.written), and the loop appends them together with
-// tool.finished in one transaction.
+// tool.finished in one transaction. The exception: what an executor must make durable while
+// `evaluate` runs (ToolContext::log_now: eval.submitted before a Ray job is submitted).
 #pragma once
 
 #include <filesystem>

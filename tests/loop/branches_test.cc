@@ -335,3 +335,54 @@ TEST(Branches, ResumeRestoresEveryBranch) {
 
 }  // namespace
 }  // namespace marathon
+
+namespace marathon {
+namespace {
+
+// Budgets are the run's: two branches that would each go on forever stop together once their
+// tool calls added up reach the run's limit (each alone would make 12).
+TEST(Branches, TheBudgetIsTheRunsNotEachBranchs) {
+  TempDir dir("branches-budget");
+  fs::path run = dir / "run";
+  ScriptedLlmServer server([&](size_t, const json& request) {
+    int b = branch_of(request);
+    size_t turn = ScriptedLlmServer::assistant_turns(request);
+    std::string text = "value = " + std::to_string(100 * b + int(turn)) + "\n";
+    json calls = json::array({tc("write_file", {{"path", "solution.txt"}, {"content", text}}),
+                              tc("evaluate", {{"strategy", "more"}})});
+    return b < 0 ? testing::openai_text("no branch") : testing::openai_tool_calls(calls);
+  });
+  std::vector<std::string> args = {
+      "run",
+      (testing::source_dir() / "tests/loop/fixtures/slow-task").string(),
+      "--run-dir",
+      run.string(),
+      "--policy",
+      "llm",
+      "--model",
+      "vllm:scripted",
+      "--base-url",
+      server.base_url(),
+      "--branches",
+      "2",
+      "--slots",
+      "2",
+      "--max-tool-calls",
+      "12",
+      "--quiet"};
+  ASSERT_EQ(run_binary(args, {}, dir / "run.log", 300), 0) << testing::read_text(dir / "run.log");
+  int64_t calls = 0;
+  for (int b = 0; b < 2; ++b) {
+    State s = testing::load_state(branch_dir(run, b));
+    EXPECT_TRUE(s.done);
+    EXPECT_EQ(s.finish_reason, "budget") << "branch " << b;
+    EXPECT_GE(s.used.tool_calls, 2) << "branch " << b << " worked too";
+    calls += s.used.tool_calls;
+  }
+  // A branch checks the run's use before each call; the other may finish the call it started.
+  EXPECT_LE(calls, 13);
+  EXPECT_GE(calls, 12);
+}
+
+}  // namespace
+}  // namespace marathon

@@ -72,6 +72,36 @@ class Server : public ::testing::Test {
   int port_ = 0;
 };
 
+// Where evaluations ran (eval.finished's executor{name, where}): each slot's evaluations and busy
+// seconds; a cached evaluation ran nowhere.
+TEST_F(Server, OneRunShowsItsExecutorsBusyTimePerSlot) {
+  log_.write("value = 3\n");
+  auto eval_on = [&](const std::string& where, double elapsed, bool cached) {
+    log_.tool("evaluate", "evaluated");
+    log_.append(ev::kEvalFinished, {{"candidate", log_.candidate()},
+                                    {"cache_key", "k"},
+                                    {"cached", cached},
+                                    {"status", "ok"},
+                                    {"result", {{"correct", true}, {"score", 3}}},
+                                    {"elapsed_s", elapsed},
+                                    {"executor", {{"name", "local"}, {"where", where}}}});
+  };
+  eval_on("gpu1", 2.5, false);
+  eval_on("gpu0", 1.0, false);
+  eval_on("gpu1", 0.5, false);
+  eval_on("gpu1", 0, true);
+  auto [status, run] = get("/api/runs/r1");
+  ASSERT_EQ(status, 200) << run;
+  const json& usage = run["executor"]["usage"];
+  ASSERT_EQ(usage.size(), 2u) << run["executor"];
+  EXPECT_EQ(usage[0]["name"], "gpu0");
+  EXPECT_EQ(usage[0]["evaluations"], 1);
+  EXPECT_EQ(usage[1]["name"], "gpu1");
+  EXPECT_EQ(usage[1]["evaluations"], 2);
+  EXPECT_DOUBLE_EQ(usage[1]["busy_s"].get<double>(), 3.0);
+  EXPECT_EQ(run["executor"]["branches"], 1);
+}
+
 TEST_F(Server, RunsAndOneRunHaveOneEvaluationPerEvalFinished) {
   log_.write("value = 3\n");
   log_.eval(3.0);
