@@ -78,13 +78,14 @@ TEST_F(Server, OneRunShowsItsExecutorsBusyTimePerSlot) {
   log_.write("value = 3\n");
   auto eval_on = [&](const std::string& where, double elapsed, bool cached) {
     log_.tool("evaluate", "evaluated");
-    log_.append(ev::kEvalFinished, {{"candidate", log_.candidate()},
-                                    {"cache_key", "k"},
-                                    {"cached", cached},
-                                    {"status", "ok"},
-                                    {"result", {{"correct", true}, {"score", 3}}},
-                                    {"elapsed_s", elapsed},
-                                    {"executor", {{"name", "local"}, {"where", where}}}});
+    events::EvalFinished f;
+    f.candidate = log_.candidate();
+    f.cache_key = "k";
+    f.cached = cached;
+    f.result = {{"correct", true}, {"score", 3}};
+    f.elapsed_s = elapsed;
+    f.executor = events::ExecutorRef{"local", where};
+    log_.append(events::EvalFinished::kType, json(f));
   };
   eval_on("gpu1", 2.5, false);
   eval_on("gpu0", 1.0, false);
