@@ -128,6 +128,8 @@ void on_model_response(State& s, const Payload& p) {
     Payload up = p.sub(*u, "usage");
     prompt = up.opt_num("prompt_tokens").value_or(0);
     completion = up.opt_num("completion_tokens").value_or(0);
+    add_cache_tokens(s.used, up.opt_num("cache_read_tokens").value_or(0),
+                     up.opt_num("cache_write_tokens").value_or(0));
   }
   // Spend only grows: a negative or absurd count in the log (written by an older runtime that
   // trusted the provider) adds nothing or is capped.
@@ -146,7 +148,8 @@ void on_tool_finished(State& s, const Event& e, const Payload& p) {
     if (r.name.empty()) r.name = it->second.name;
     s.in_flight.erase(it);
   }
-  s.used.tool_calls += 1;
+  // A call the run ended before (not_run: the budget or the target stopped it) used nothing.
+  if (!p.opt_bool("not_run", false)) s.used.tool_calls += 1;
   if (auto g = p.opt_num("gpu_s")) s.used.gpu_s += *g;
   s.tool_history.push_back(std::move(r));
 }
