@@ -234,6 +234,7 @@ PolicyRequest summary_request_from(std::span<const PreparedUnit> units, const St
                    json{{"role", "user"}, {"content", std::move(user)}}});
   r.tools = json::array();
   r.state = &state;
+  r.purpose = kPurposeCompaction;
   return r;
 }
 
@@ -594,6 +595,8 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
       p["message"] = json{{"content", text}};
       p["usage"] = json{{"prompt_tokens", reply.prompt_tokens},
                         {"completion_tokens", reply.completion_tokens}};
+      if (reply.cache_read_tokens > 0) p["usage"]["cache_read_tokens"] = reply.cache_read_tokens;
+      if (reply.cache_write_tokens > 0) p["usage"]["cache_write_tokens"] = reply.cache_write_tokens;
       p["cost_usd"] = reply.cost_usd;
       p["provider"] = reply.provider;
       p["model"] = reply.model;
