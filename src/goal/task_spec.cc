@@ -236,6 +236,7 @@ void read_goal(TableReader& top, TaskSpec& spec) {
   if (spec.goal.target) {
     if (auto why = target_problem(*spec.goal.target)) r.fail("target", r.get("target"), *why);
   }
+  spec.finish_needs_correct_evaluation = r.boolean("finish_needs_correct_evaluation", true);
   r.reject_unknown();
 }
 
@@ -354,6 +355,8 @@ json to_json(const TaskSpec& s) {
   }
   json goal = {{"metric", s.goal.metric}, {"direction", s.goal.direction}};
   if (s.goal.target) goal["target"] = *s.goal.target;
+  // Only when lifted: the default leaves the canonical form (and the result cache keys) as it was.
+  if (!s.finish_needs_correct_evaluation) goal["finish_needs_correct_evaluation"] = false;
   return {
       {"name", s.name},
       {"description", s.description},

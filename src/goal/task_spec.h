@@ -52,6 +52,9 @@ struct TaskSpec {
   json rules = json::object();
   json limits = json::object();  // optional default budget: max_tool_calls, max_wall_s, ...
   json prices = json::object();  // model -> {prompt, completion} USD per million tokens
+  // `finish` is refused until at least one evaluation was correct ([goal]
+  // finish_needs_correct_evaluation = false lifts it; to_json() names it only then).
+  bool finish_needs_correct_evaluation = true;
 
   std::filesystem::path starter_path() const { return dir / starter_dir; }
 };
