@@ -48,6 +48,66 @@ std::string interrupted_message(const std::string& tool) {
       tool);
 }
 
+// model.response usage: the token counts, and the prompt-cache parts of prompt_tokens when any.
+json usage_payload(const PolicyReply& reply) {
+  json u = {{"prompt_tokens", reply.prompt_tokens}, {"completion_tokens", reply.completion_tokens}};
+  if (reply.cache_read_tokens > 0) u["cache_read_tokens"] = reply.cache_read_tokens;
+  if (reply.cache_write_tokens > 0) u["cache_write_tokens"] = reply.cache_write_tokens;
+  return u;
+}
+
+// What the next step is predicted to add to the budget use: the mean of the model calls so far or
+// the last one's spend, whichever is larger (a step is a model call and the tool calls it makes).
+BudgetUsed predicted_step(const State& s, const std::vector<Event>& events) {
+  BudgetUsed next;
+  const int64_t n = s.used.model_calls;
+  if (n <= 0) return next;
+  const double calls = static_cast<double>(n);
+  next.prompt_tokens = s.used.prompt_tokens / n;
+  next.completion_tokens = s.used.completion_tokens / n;
+  next.cost_usd = s.used.cost_usd / calls;
+  next.tool_calls = (s.used.tool_calls + n - 1) / n;
+  next.wall_s = s.used.wall_s / calls;
+  next.gpu_s = s.used.gpu_s / calls;
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    if (it->type != ev::kModelResponse) continue;
+    const json& p = it->payload;
+    if (auto u = p.find("usage"); u != p.end() && u->is_object()) {
+      auto count = [&](const char* key) {
+        auto v = u->find(key);
+        return v != u->end() && v->is_number() ? std::max(0.0, v->get<double>()) : 0.0;
+      };
+      next.prompt_tokens = std::max(next.prompt_tokens, int64_t(count("prompt_tokens")));
+      next.completion_tokens =
+          std::max(next.completion_tokens, int64_t(count("completion_tokens")));
+    }
+    if (auto c = p.find("cost_usd"); c != p.end() && c->is_number()) {
+      next.cost_usd = std::max(next.cost_usd, c->get<double>());
+    }
+    if (auto m = p.find("message"); m != p.end() && m->is_object()) {
+      next.tool_calls =
+          std::max<int64_t>(next.tool_calls, static_cast<int64_t>(tool_calls_of(*m).size()));
+    }
+    break;
+  }
+  return next;
+}
+
+// Budgets to send the wrap-up note for now: those at 90% and those the next step is predicted to
+// take past it (however far it would jump), each once.
+std::vector<BudgetItem> budgets_due_a_note(const State& s, const BudgetUsed& used,
+                                           const std::vector<Event>& events) {
+  std::vector<BudgetItem> out = budgets_to_warn(s.limits, used, s.budget_warnings);
+  for (const BudgetItem& b :
+       budgets_predicted_to_cross(s.limits, used, predicted_step(s, events), s.budget_warnings)) {
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const BudgetItem& o) { return o.which == b.which; })) {
+      out.push_back(b);
+    }
+  }
+  return out;
+}
+
 bool target_met(const State& s) {
   if (!s.goal.target || !s.best_score) return false;
   return s.goal.direction == "min" ? *s.best_score <= *s.goal.target
@@ -150,7 +210,21 @@ std::optional<RunReport> Runner::check_stops() {
     return RunReport{RunOutcome::kPaused, reason};
   };
   auto finish = [this](const std::string& reason, const std::string& summary) {
-    append({{ev::kRunFinished, {{"reason", reason}, {"summary", summary}}}});
+    // Calls of the last turn that will now never run are answered as not run (and use nothing),
+    // so the log and the transcript never hold a call that looks pending or lost.
+    std::vector<NewEvent> batch;
+    for (const LoggedToolCall& call : turns_.unfinished_calls()) {
+      batch.push_back({ev::kToolFinished,
+                       {{"call_id", call.id},
+                        {"name", call.name},
+                        {"ok", false},
+                        {"not_run", true},
+                        {"output", fmt::format("not run: the run ended before this call ({}: {})",
+                                               reason, summary)},
+                        {"elapsed_s", 0.0}}});
+    }
+    batch.push_back({ev::kRunFinished, {{"reason", reason}, {"summary", summary}}});
+    append(std::move(batch));
     return RunReport{RunOutcome::kFinished, reason};
   };
   if (hooks_.interrupted && hooks_.interrupted()) {
@@ -177,17 +251,21 @@ std::optional<RunReport> Runner::check_stops() {
                                         over->used, over->limit, best_text(state_)));
   }
   std::vector<NewEvent> warnings;
-  for (const BudgetItem& b : budgets_to_warn(state_.limits, used, state_.budget_warnings)) {
-    warnings.push_back(
-        {ev::kBudgetWarned, {{"which", b.which}, {"used", b.used}, {"limit", b.limit}}});
+  for (const BudgetItem& b : budgets_due_a_note(state_, used, events_)) {
+    const bool predicted = !b.near && !b.over;
+    json warned = {{"which", b.which}, {"used", b.used}, {"limit", b.limit}};
+    if (predicted) warned["predicted"] = true;
+    warnings.push_back({ev::kBudgetWarned, std::move(warned)});
     warnings.push_back(
         {kUserMessage,
          {{"reason", "budget"},
           {"content",
-           fmt::format("Budget note: {} is at {:.0f}% of its limit ({}). Wrap up: "
+           fmt::format("Budget note: {} is at {:.0f}% of its limit{} ({}). Wrap up: "
                        "evaluate your best idea, note what you learned, and call "
                        "`finish` with a summary before the run is stopped.",
-                       b.which, 100 * b.fraction(), budget_line(state_.limits, used))}}});
+                       b.which, 100 * b.fraction(),
+                       predicted ? ", and the next step is predicted to take it past 90%" : "",
+                       budget_line(state_.limits, used))}}});
   }
   if (!warnings.empty()) append(std::move(warnings));
   return std::nullopt;
@@ -340,6 +418,15 @@ bool Runner::compact(context::Force force, bool cuts_only) {
   return appended;
 }
 
+int64_t Runner::fixed_prompt_tokens() {
+  context::Layout layout = context::make_layout(state_, *prompt_cache_);
+  layout.units = {};
+  const context::CompactionLog& c = prompt_cache_->compaction_log();
+  return context::assemble(layout, {c.summary, c.summarized_through, c.elided_through},
+                           context_config_, /*enforce_hard_cap=*/false)
+      .tokens_estimate;
+}
+
 bool Runner::stop_or_note_due(const BudgetUsed& used) const {
   // What check_stops() would act on, with `used` as the budget use.
   if (state_.done) return true;
@@ -348,7 +435,7 @@ bool Runner::stop_or_note_due(const BudgetUsed& used) const {
   if (state_.goal.status == "paused" || state_.goal.status == "cleared") return true;
   if (target_met(state_)) return true;
   if (exhausted_budget(state_.limits, used)) return true;
-  return !budgets_to_warn(state_.limits, used, state_.budget_warnings).empty();
+  return !budgets_due_a_note(state_, used, events_).empty();
 }
 
 std::optional<RunReport> Runner::ask_policy() {
@@ -373,10 +460,11 @@ std::optional<RunReport> Runner::ask_policy() {
       prompt_cache_->give_back(std::move(prompt.messages));
       std::string why = fmt::format(
           "the prompt is {} tokens (estimate) even after compaction, over the hard threshold of "
-          "{} ({} x a {}-token window); nothing was sent. Raise --context-window if the model "
-          "has a larger one",
+          "{} ({} x a {}-token window); of it the fixed part (system rules, task, tools, ledger "
+          "and goal block), which no compaction shrinks, is {}; nothing was sent. Raise "
+          "--context-window if the model has a larger one",
           prompt.tokens_estimate, context_config_.hard_tokens(), context_config_.hard_threshold,
-          context_config_.context_window);
+          context_config_.context_window, fixed_prompt_tokens());
       append({{ev::kRunPaused, {{"reason", "context_overflow"}, {"message", why}}}});
       return RunReport{RunOutcome::kFailed, "context_overflow"};
     }
@@ -389,8 +477,9 @@ std::optional<RunReport> Runner::ask_policy() {
               {"tokens_estimate", prompt.tokens_raw}}}});
   }
   // Lent to the request, not copied, and taken back after the call.
-  PolicyRequest request{std::move(prompt.messages), std::move(tools_json_), &state_,
-                        hooks_.interrupted};
+  PolicyRequest request{
+      std::move(prompt.messages),          std::move(tools_json_), &state_, hooks_.interrupted,
+      std::move(prompt.cache_breakpoints), prompt.tokens_estimate};
   PolicyReply reply;
   try {
     Timer t(&stats_.policy_s);
@@ -408,14 +497,12 @@ std::optional<RunReport> Runner::ask_policy() {
     spdlog::info("model call interrupted; pausing");
     return std::nullopt;
   }
-  json payload = {
-      {"message", normalise_assistant_message(reply.message, state_.turns)},
-      {"usage",
-       {{"prompt_tokens", reply.prompt_tokens}, {"completion_tokens", reply.completion_tokens}}},
-      {"cost_usd", reply.cost_usd},
-      {"provider", reply.provider},
-      {"model", reply.model},
-      {"finish_reason", reply.finish_reason}};
+  json payload = {{"message", normalise_assistant_message(reply.message, state_.turns)},
+                  {"usage", usage_payload(reply)},
+                  {"cost_usd", reply.cost_usd},
+                  {"provider", reply.provider},
+                  {"model", reply.model},
+                  {"finish_reason", reply.finish_reason}};
   if (reply.error) payload["error"] = *reply.error;
   if (reply.problems.is_array() && !reply.problems.empty()) payload["problems"] = reply.problems;
   // The response, preceded by a warning when its usage is the runtime's estimate.
@@ -456,10 +543,29 @@ std::optional<RunReport> Runner::ask_policy() {
   std::string kind = reply.error->value("kind", "unknown");
   std::string message = reply.error->value("message", "");
   spdlog::warn("model call failed ({}): {}", kind, message);
-  if (kind == "context_length" && !context_retry_used_) {
+  if (kind == "context_length") {
+    // The server's window is smaller than the prompt: compact as after an overflow and ask again;
+    // when that frees nothing the prompt cannot shrink, and asking again would only repeat it.
     context_retry_used_ = true;
+    const size_t before = events_.size();
     compact(context::Force::kOverflow, false);
-    return std::nullopt;  // the next iteration asks again with the compacted prompt
+    bool freed = false;
+    for (size_t i = before; i < events_.size(); ++i) {
+      const Event& e = events_[i];
+      freed = freed || (e.type.rfind("compaction.", 0) == 0 &&
+                        e.payload.value("outcome", "") == "compacted");
+    }
+    if (freed) return std::nullopt;  // the next iteration asks again with the compacted prompt
+    std::string why = fmt::format(
+        "the model refused the prompt as longer than its context window and compaction can free "
+        "nothing more: the prompt is about {} tokens (estimate), of which the fixed part (system "
+        "rules, task, tools, ledger and goal block) is {}; --context-window is {}. Set "
+        "--context-window to the server's window or use a model with a larger one. The server "
+        "said: {}",
+        context::build_prompt(*prompt_cache_, state_, events_).tokens_estimate,
+        fixed_prompt_tokens(), context_config_.context_window, message);
+    append({{ev::kRunPaused, {{"reason", "context_too_small"}, {"message", why}}}});
+    return RunReport{RunOutcome::kFailed, "context_too_small"};
   }
   if (kind == "auth" || kind == "not_found" || kind == "bad_request" ||
       kind == "replay_exhausted") {
@@ -485,6 +591,7 @@ std::optional<RunReport> Runner::ask_policy() {
 
 RunReport Runner::run() {
   while (true) {
+    if (hooks_.between_steps) hooks_.between_steps();
     sync();
     if (std::optional<RunReport> stop = check_stops()) return *stop;
     if (!state_.in_flight.empty()) {
