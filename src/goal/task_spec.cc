@@ -203,6 +203,7 @@ void read_files(TableReader& top, TaskSpec& spec, const fs::path& dir) {
   }
   spec.starter = r.strings("starter", true);
   spec.editable = r.strings("editable", true);
+  spec.writable = r.strings("writable", false);
   r.reject_unknown();
   for (const auto& s : spec.starter) {
     if (!is_contained_relative(s)) {
@@ -357,11 +358,13 @@ json to_json(const TaskSpec& s) {
   if (s.goal.target) goal["target"] = *s.goal.target;
   // Only when lifted: the default leaves the canonical form (and the result cache keys) as it was.
   if (!s.finish_needs_correct_evaluation) goal["finish_needs_correct_evaluation"] = false;
+  json files = {{"starter_dir", s.starter_dir}, {"starter", s.starter}, {"editable", s.editable}};
+  if (!s.writable.empty()) files["writable"] = s.writable;
   return {
       {"name", s.name},
       {"description", s.description},
       {"needs_gpu", s.needs_gpu},
-      {"files", {{"starter_dir", s.starter_dir}, {"starter", s.starter}, {"editable", s.editable}}},
+      {"files", std::move(files)},
       {"goal", goal},
       {"evaluator", evaluator},
       {"rules", s.rules},

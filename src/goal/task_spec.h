@@ -47,6 +47,9 @@ struct TaskSpec {
   std::string starter_dir = "starter";  // relative to dir
   std::vector<std::string> starter;     // relative to starter_dir
   std::vector<std::string> editable;    // globs over workspace paths
+  // More globs write_file and edit_file may write besides the editable files and scratch/ (not
+  // part of a candidate); to_json() names them only when there are some.
+  std::vector<std::string> writable;
   GoalSpec goal;
   EvaluatorSpec evaluator;
   json rules = json::object();

@@ -45,10 +45,13 @@ std::string write_refusal(const ToolContext& ctx, const std::string& tool,
   const std::string rel = join_parts(*parts);
   if (parts->size() >= 2 && parts->front() == kScratchDir) return "";
   std::string globs;
-  for (const json& g : files->at("editable")) {
-    if (!g.is_string()) continue;
-    if (glob_match(g.get<std::string>(), rel)) return "";
-    globs += (globs.empty() ? "" : ", ") + g.get<std::string>();
+  for (const char* key : {"editable", "writable"}) {
+    if (!files->contains(key) || !files->at(key).is_array()) continue;
+    for (const json& g : files->at(key)) {
+      if (!g.is_string()) continue;
+      if (glob_match(g.get<std::string>(), rel)) return "";
+      globs += (globs.empty() ? "" : ", ") + g.get<std::string>();
+    }
   }
   return tool + " " + path + ": not an editable file of this task; " + tool +
          " may write the task's editable files (" + (globs.empty() ? "none" : globs) +

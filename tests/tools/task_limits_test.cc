@@ -49,6 +49,15 @@ TEST_F(TaskLimits, WritesOutsideTheEditableGlobsAndScratchAreRefusedNamingBoth) 
   EXPECT_EQ(w.read(w.ws() / "harness.cc"), "int x = 1;\n");
 }
 
+TEST_F(TaskLimits, ATasksWritableGlobsWidenWhatMayBeWritten) {
+  EXPECT_FALSE(call("write_file", {{"path", "notes/a.md"}, {"content", "x"}}).ok);
+  state.task["files"]["writable"] = json::array({"notes/*.md"});
+  EXPECT_TRUE(call("write_file", {{"path", "notes/a.md"}, {"content", "x"}}).ok);
+  ToolResult r = call("write_file", {{"path", "notes/a.txt"}, {"content", "x"}});
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.output.find("kernel.cc, src/*.h, notes/*.md"), std::string::npos) << r.output;
+}
+
 TEST_F(TaskLimits, FinishIsRefusedUntilAnEvaluationWasCorrect) {
   ToolResult early = call("finish", {{"summary", "done"}});
   EXPECT_FALSE(early.ok);
