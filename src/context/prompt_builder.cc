@@ -80,12 +80,16 @@ std::string task_message(const State& state) {
     if (t.contains("description") && t.at("description").is_string()) {
       s += "\n" + t.at("description").get<std::string>();
     }
+    // run.created records the task's files under "files" (goal/task_spec.h); hand-built tasks
+    // name them at the top.
+    const json& files = t.contains("files") && t.at("files").is_object() ? t.at("files") : t;
     for (const char* key : {"editable", "editable_files"}) {
-      if (t.contains(key) && t.at(key).is_array() && !t.at(key).empty()) {
+      if (files.contains(key) && files.at(key).is_array() && !files.at(key).empty()) {
         s += "\nEditable files:";
-        for (const json& f : t.at(key)) {
+        for (const json& f : files.at(key)) {
           if (f.is_string()) s += " " + f.get<std::string>();
         }
+        s += " (write_file and edit_file also write under scratch/, never part of a candidate)";
         break;
       }
     }

@@ -360,16 +360,15 @@ json to_json(const TaskSpec& s) {
   if (!s.finish_needs_correct_evaluation) goal["finish_needs_correct_evaluation"] = false;
   json files = {{"starter_dir", s.starter_dir}, {"starter", s.starter}, {"editable", s.editable}};
   if (!s.writable.empty()) files["writable"] = s.writable;
-  return {
-      {"name", s.name},
-      {"description", s.description},
-      {"needs_gpu", s.needs_gpu},
-      {"files", std::move(files)},
-      {"goal", goal},
-      {"evaluator", evaluator},
-      {"rules", s.rules},
-      {"limits", s.limits},
-      {"prices", s.prices}};
+  return {{"name", s.name},
+          {"description", s.description},
+          {"needs_gpu", s.needs_gpu},
+          {"files", std::move(files)},
+          {"goal", goal},
+          {"evaluator", evaluator},
+          {"rules", s.rules},
+          {"limits", s.limits},
+          {"prices", s.prices}};
 }
 
 std::string canonical_json(const TaskSpec& spec) { return to_json(spec).dump(); }

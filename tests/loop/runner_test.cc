@@ -44,10 +44,14 @@ class ScriptedPolicy : public Policy {
   std::string name() const override { return "scripted"; }
   PolicyReply next(const PolicyRequest& req) override {
     last_messages = req.messages;
+    last_estimate = req.tokens_estimate;
+    last_breakpoints = req.cache_breakpoints;
     return script_(calls++);
   }
   int calls = 0;
   json last_messages;
+  int64_t last_estimate = 0;
+  std::vector<int64_t> last_breakpoints;
 
  private:
   std::function<PolicyReply(int)> script_;
@@ -363,6 +367,10 @@ TEST(Runner, AStepPredictedToJumpPastTheCostLimitGetsTheWrapUpNoteFirst) {
                     m["content"].get<std::string>().find("Budget note: cost") != std::string::npos);
   }
   EXPECT_TRUE(told) << "the third request carries the note";
+  // The request carries what the provider sizes the reply and places cache breakpoints by.
+  EXPECT_GT(policy.last_estimate, 0);
+  EXPECT_EQ(policy.last_breakpoints.front(), 0);
+  EXPECT_EQ(policy.last_breakpoints.back(), int64_t(policy.last_messages.size()) - 2);
 }
 
 TEST(Runner, CallsTheBudgetForbidsAreAnsweredAsNotRunAndUseNothing) {
@@ -405,6 +413,21 @@ TEST(Runner, AContextLengthErrorCompactionCannotFixPausesAsContextTooSmall) {
   const std::string why = paused[0].payload["message"];
   EXPECT_NE(why.find("--context-window"), std::string::npos) << why;
   EXPECT_NE(why.find("maximum context length is 512"), std::string::npos) << why;
+}
+
+TEST(Runner, AFixedPromptLargerThanTheWindowFailsAtTheFirstStepSayingSo) {
+  Fixture f([](NewRunOptions& o) { o.context_window = 1024; });  // rules and tools alone are more
+  ScriptedPolicy policy([](int) { return reply_with({}, "never asked"); });
+  RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  EXPECT_EQ(report.outcome, RunOutcome::kFailed);
+  EXPECT_EQ(report.reason, "context_overflow");
+  EXPECT_EQ(policy.calls, 0) << "nothing is sent";
+  auto paused = events_of_type(f.events(), ev::kRunPaused);
+  ASSERT_EQ(paused.size(), 1u);
+  const std::string why = paused[0].payload["message"];
+  EXPECT_NE(why.find("fixed part"), std::string::npos) << why;
+  EXPECT_NE(why.find("--context-window"), std::string::npos) << why;
+  EXPECT_TRUE(events_of_type(f.events(), ev::kModelRequest).empty());
 }
 
 TEST(Runner, FinishBeforeAnyCorrectEvaluationIsRefusedAndTheRunGoesOn) {
