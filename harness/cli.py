@@ -115,15 +115,11 @@ def main(argv=None) -> int:
 
 def profile_as_result(prof: dict) -> dict:
     """A profile in the evaluator's result schema (docs/evaluation.md): no verdict, no score."""
-    return {
-        "schema_version": 1,
-        "task": prof.get("task"),
-        "correct": False,
-        "score": None,
-        "metrics": {},
-        "details": [],
-        "violations": [],
-        "profile": prof.get("lines", []),
-        "profile_ok": bool(prof.get("ok")),
-        "log": "profile (not an evaluation): " + prof.get("log", ""),
-    }
+    from .result import EvalResult
+
+    return EvalResult(
+        task=prof.get("task"),
+        profile=prof.get("lines", []),
+        profile_ok=bool(prof.get("ok")),
+        log="profile (not an evaluation): " + prof.get("log", ""),
+    ).to_dict()

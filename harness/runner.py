@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from . import EVALUATOR_VERSION
+from .result import EvalResult
 from .static_check import check_dir
 from .taskspec import Task
 
@@ -124,7 +125,7 @@ def evaluate(
     if not candidate_dir.is_dir():
         res["status"] = "candidate_error"
         res["log"] = f"candidate folder {candidate_dir} does not exist"
-        return res
+        return EvalResult.from_dict(res).to_dict()
     if static:
         for v in check_dir(candidate_dir, task.banned):
             viols.append(v.as_dict())
@@ -154,7 +155,7 @@ def evaluate(
         res["score"] = None
     res["metrics"]["eval_s"] = round(time.time() - t0, 2)
     res["log"] = _log_text(res, logs)
-    return res
+    return EvalResult.from_dict(res).to_dict()
 
 
 def _merge(child, outcome, stderr, logs, viols, limit) -> dict:
@@ -203,7 +204,7 @@ def _merge(child, outcome, stderr, logs, viols, limit) -> dict:
             metrics["floor_fraction"] = head.get("floor_fraction")
         if child.get("speedup_geomean") is not None:
             metrics["speedup_geomean"] = child["speedup_geomean"]
-            metrics["baseline_score"] = 1.0
+            out["baseline_score"] = 1.0  # the score is the speed-up over the baseline
             if correct:
                 out["score"] = child["speedup_geomean"]
     out["metrics"] = metrics

@@ -16,6 +16,7 @@
 #include "context/prompt_builder.h"
 #include "context/token_estimate.h"
 #include "core/fold.h"
+#include "policy/policy.h"
 
 using namespace marathon;
 using namespace marathon::context;
@@ -74,11 +75,12 @@ struct Run {
   std::vector<StepTime> times;
 
   explicit Run(int64_t window, bool use_cache = true) : cached(use_cache) {
-    add(ev::kRunCreated, {{"run_id", "bench"},
-                          {"task", {{"name", "cpu-matmul"}, {"description", "Make matmul fast."}}},
-                          {"goal", {{"objective", "4x"}, {"metric", "speedup"}, {"target", 4.0}}},
-                          {"budget", {{"max_tool_calls", 100000}}},
-                          {"config", {{"context_window", window}}}});
+    add(events::RunCreated::kType,
+        {{"run_id", "bench"},
+         {"task", {{"name", "cpu-matmul"}, {"description", "Make matmul fast."}}},
+         {"goal", {{"objective", "4x"}, {"metric", "speedup"}, {"target", 4.0}}},
+         {"budget", {{"max_tool_calls", 100000}}},
+         {"config", {{"context_window", window}}}});
     cfg = ContextConfig::from_run_config(state.config);
     for (const char* n : {"read_file", "write_file", "edit_file", "list_files", "grep", "run",
                           "evaluate", "note", "revert", "finish", "recall"}) {
@@ -117,10 +119,12 @@ struct Run {
     if (compact) {
       if (cached) {
         CompactionPlan p = plan_compaction(*cache, state, events);
-        if (p.needed()) run_compaction(*cache, p, state, events, &summariser, io());
+        if (p.needed())
+          run_compaction(*cache, p, state, events, summariser_of(summariser, nullptr), io());
       } else {
         CompactionPlan p = plan_compaction(state, events, cfg, tools);
-        if (p.needed()) run_compaction(p, state, events, cfg, &summariser, io(), tools);
+        if (p.needed())
+          run_compaction(p, state, events, cfg, summariser_of(summariser, nullptr), io(), tools);
       }
     }
     double c1 = cpu_now(), w1 = wall_now();
@@ -131,7 +135,7 @@ struct Run {
     t.build_cpu = cpu_now() - c1;
     t.build_wall = wall_now() - w1;
     times.push_back(t);
-    add(ev::kModelRequest, {{"turn", 1}, {"tokens_estimate", prompt.tokens_raw}});
+    add(events::ModelRequest::kType, {{"turn", 1}, {"tokens_estimate", prompt.tokens_raw}});
     std::string id = "c" + std::to_string(i);
     const char* name = i % 10 == 9  ? "evaluate"
                        : i % 3 == 0 ? "write_file"
@@ -140,26 +144,28 @@ struct Run {
     json args = std::string(name) == "write_file"
                     ? json{{"path", "kernel.cc"}, {"content", filler(1500, i)}}
                     : json{{"path", "kernel.cc"}};
-    add(ev::kModelResponse,
+    add(events::ModelResponse::kType,
         {{"message",
           {{"content", "Step " + std::to_string(i) + ": trying the next variant"},
            {"tool_calls",
             json::array({{{"id", id}, {"name", name}, {"arguments", args.dump()}}})}}},
          {"usage", {{"prompt_tokens", prompt.tokens_raw * 11 / 10}, {"completion_tokens", 60}}}});
-    add(ev::kToolStarted, {{"call_id", id}, {"name", name}, {"arguments", args}});
+    add(events::ToolStarted::kType, {{"call_id", id}, {"name", name}, {"arguments", args}});
     std::string out = std::string(name) == "read_file" ? filler(2500 + i * 37 % 2000, i)
                       : std::string(name) == "run"     ? filler(900 + i * 13 % 800, i)
                                                        : "ok";
-    add(ev::kToolFinished, {{"call_id", id}, {"name", name}, {"ok", true}, {"output", out}});
+    add(events::ToolFinished::kType,
+        {{"call_id", id}, {"name", name}, {"ok", true}, {"output", out}});
     if (i % 10 == 9) {
-      add(ev::kEvalFinished,
+      add(events::EvalFinished::kType,
           {{"candidate", "cand" + std::to_string(i)},
            {"status", "ok"},
            {"result", {{"correct", i % 20 != 19}, {"score", 1.0 + (i % 97) / 50.0}}},
            {"strategy", "variant " + std::to_string(i % 13)}});
     }
     if (i % 50 == 0)
-      add(ev::kLedgerNoted, {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
+      add(events::LedgerNoted::kType,
+          {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
     return prompt;
   }
 };
@@ -278,7 +284,7 @@ void size_table(int steps) {
     Prompt p = r.step(i, true);
     if (i % 100 == 0 || i == steps - 1) {
       int elisions = 0;
-      for (const Event& e : r.events) elisions += e.type == kCompactionElided;
+      for (const Event& e : r.events) elisions += e.type == events::CompactionElided::kType;
       std::printf("| %d | %zu | %lld | %zu | %zu | %d | %lld |\n", i, r.events.size(),
                   static_cast<long long>(p.tokens_estimate), p.messages.dump().size(),
                   p.messages.size(), elisions, static_cast<long long>(r.state.compactions));

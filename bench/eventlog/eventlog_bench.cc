@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 using marathon::EventStore;
 using marathon::json;
 using marathon::NewEvent;
-namespace ev = marathon::ev;
+namespace events = marathon::events;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -65,13 +65,14 @@ NewEvent make(const char* type, json payload) {
 std::vector<NewEvent> step_events(EventStore& store, std::mt19937_64& r, int64_t i) {
   std::vector<NewEvent> out;
   std::string call = "call_" + std::to_string(i);
-  out.push_back(make(ev::kModelRequest, {{"turn", 1 + i / 50},
+  out.push_back(
+      make(events::ModelRequest::kType, {{"turn", 1 + i / 50},
                                          {"prompt_sha", marathon::sha256_hex(std::to_string(i))},
                                          {"n_messages", 20 + i % 40},
                                          {"tokens_estimate", 12000 + r() % 8000}}));
   json args = {{"path", "kernel.cc"}, {"content", text(r, 400)}};
   out.push_back(make(
-      ev::kModelResponse,
+      events::ModelResponse::kType,
       {{"message",
         {{"content", text(r, 800 + r() % 800)},
          {"tool_calls",
@@ -81,38 +82,38 @@ std::vector<NewEvent> step_events(EventStore& store, std::mt19937_64& r, int64_t
        {"provider", "openai"},
        {"model", "gpt-4o"},
        {"finish_reason", "tool_calls"}}));
-  out.push_back(
-      make(ev::kToolStarted, {{"call_id", call}, {"name", "write_file"}, {"arguments", args}}));
-  out.push_back(make(ev::kToolFinished, {{"call_id", call},
-                                         {"name", "write_file"},
-                                         {"ok", true},
-                                         {"output", text(r, 200 + r() % 1800)},
-                                         {"elapsed_s", 0.8}}));
+  out.push_back(make(events::ToolStarted::kType,
+                     {{"call_id", call}, {"name", "write_file"}, {"arguments", args}}));
+  out.push_back(make(events::ToolFinished::kType, {{"call_id", call},
+                                                   {"name", "write_file"},
+                                                   {"ok", true},
+                                                   {"output", text(r, 200 + r() % 1800)},
+                                                   {"elapsed_s", 0.8}}));
   if (i % 3 == 0) {
     std::string sha = store.put_blob(text(r, 4000) + std::to_string(i));
-    out.push_back(
-        make(ev::kWorkspaceWritten, {{"path", "kernel.cc"}, {"sha", sha}, {"size", 4000}}));
+    out.push_back(make(events::WorkspaceWritten::kType,
+                       {{"path", "kernel.cc"}, {"sha", sha}, {"size", 4000}}));
   }
   if (i % 5 == 0) {
-    out.push_back(
-        make(ev::kEvalFinished, {{"candidate", marathon::sha256_hex("c" + std::to_string(i))},
-                                 {"cache_key", marathon::sha256_hex("k" + std::to_string(i))},
-                                 {"cached", false},
-                                 {"status", "ok"},
-                                 {"result",
-                                  {{"correct", r() % 4 != 0},
-                                   {"score", 1.0 + double(r() % 1000) / 300},
-                                   {"metrics", {{"speedup", 1.5}, {"ms", 0.42}, {"bw_frac", 0.61}}},
-                                   {"details", json::array({{{"shape", "B1 T8192"}, {"ms", 0.4}},
-                                                            {{"shape", "B4 T4096"}, {"ms", 0.5}}})},
-                                   {"violations", json::array()},
-                                   {"log", text(r, 300)}}},
-                                 {"elapsed_s", 12.0},
-                                 {"gpu_s", 9.5},
-                                 {"strategy", text(r, 120)}}));
+    out.push_back(make(events::EvalFinished::kType,
+                       {{"candidate", marathon::sha256_hex("c" + std::to_string(i))},
+                        {"cache_key", marathon::sha256_hex("k" + std::to_string(i))},
+                        {"cached", false},
+                        {"status", "ok"},
+                        {"result",
+                         {{"correct", r() % 4 != 0},
+                          {"score", 1.0 + double(r() % 1000) / 300},
+                          {"metrics", {{"speedup", 1.5}, {"ms", 0.42}, {"bw_frac", 0.61}}},
+                          {"details", json::array({{{"shape", "B1 T8192"}, {"ms", 0.4}},
+                                                   {{"shape", "B4 T4096"}, {"ms", 0.5}}})},
+                          {"violations", json::array()},
+                          {"log", text(r, 300)}}},
+                        {"elapsed_s", 12.0},
+                        {"gpu_s", 9.5},
+                        {"strategy", text(r, 120)}}));
   }
   if (i % 7 == 0)
-    out.push_back(make(ev::kLedgerNoted, {{"kind", "finding"}, {"text", text(r, 150)}}));
+    out.push_back(make(events::LedgerNoted::kType, {{"kind", "finding"}, {"text", text(r, 150)}}));
   return out;
 }
 
@@ -130,7 +131,7 @@ Built build_log(const std::string& path, int64_t n_events, int64_t checkpoint_ev
   auto store = EventStore::open(path, EventStore::Mode::kCreate);
   std::mt19937_64 r(42);
   NewEvent created =
-      make(ev::kRunCreated,
+      make(events::RunCreated::kType,
            {{"run_id", "run-bench"},
             {"task", {{"name", "kda"}}},
             {"goal", {{"objective", "beat FLA"}, {"metric", "speedup"}, {"direction", "max"}}},
@@ -249,7 +250,7 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     for (int i = 0; i < n; ++i) {
       store->append(
-          make(ev::kToolFinished,
+          make(events::ToolFinished::kType,
                {{"call_id", std::to_string(i)}, {"ok", true}, {"output", text(r, 1000)}}));
     }
     double s = since(t0);
@@ -268,7 +269,7 @@ int main(int argc, char** argv) {
     std::vector<NewEvent> b;
     auto t0 = Clock::now();
     for (int i = 0; i < n; ++i) {
-      b.push_back(make(ev::kToolFinished,
+      b.push_back(make(events::ToolFinished::kType,
                        {{"call_id", std::to_string(i)}, {"ok", true}, {"output", text(r, 1000)}}));
       if (static_cast<int>(b.size()) == batch) {
         store->append_batch(b);

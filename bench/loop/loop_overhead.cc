@@ -70,7 +70,7 @@ class InstantPolicy : public Policy {
 class StepClock : public ProgressSink {
  public:
   void on_event(const Event& e, const State&) override {
-    if (e.type != ev::kToolFinished) return;
+    if (e.type != events::ToolFinished::kType) return;
     auto now = Clock::now();
     steps.push_back(std::chrono::duration<double>(now - last).count());
     last = now;
@@ -91,8 +91,8 @@ double durable_append_s(const fs::path& dir, int n) {
   auto store = EventStore::open((dir / "baseline.db").string(), EventStore::Mode::kCreate);
   auto t0 = Clock::now();
   for (int i = 0; i < n; ++i) {
-    store->append(
-        {ev::kLedgerNoted, {{"kind", "finding"}, {"text", "baseline " + std::to_string(i)}}});
+    store->append({events::LedgerNoted::kType,
+                   {{"kind", "finding"}, {"text", "baseline " + std::to_string(i)}}});
   }
   return seconds_since(t0) / n;
 }

@@ -45,7 +45,7 @@ namespace fs = std::filesystem;
 using marathon::EventStore;
 using marathon::json;
 using marathon::NewEvent;
-namespace ev = marathon::ev;
+namespace events = marathon::events;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -88,16 +88,17 @@ class Writer {
     store_ = EventStore::open(d.events_db().string(), EventStore::Mode::kCreate);
     std::string sha = store_->put_blob("starter kernel\n");
     files_["kernel.py"] = sha;
-    append({make(ev::kRunCreated, {{"run_id", "run-bench"},
-                                   {"task", {{"name", "kda"}}},
-                                   {"goal",
-                                    {{"objective", "beat FLA"},
-                                     {"metric", "speedup"},
-                                     {"direction", "max"},
-                                     {"target", 3.0}}},
-                                   {"budget", {{"max_tool_calls", 100000}, {"max_wall_s", 86400}}},
-                                   {"config", {{"policy", "llm"}}}}),
-            make(ev::kWorkspaceWritten,
+    append({make(events::RunCreated::kType,
+                 {{"run_id", "run-bench"},
+                  {"task", {{"name", "kda"}}},
+                  {"goal",
+                   {{"objective", "beat FLA"},
+                    {"metric", "speedup"},
+                    {"direction", "max"},
+                    {"target", 3.0}}},
+                  {"budget", {{"max_tool_calls", 100000}, {"max_wall_s", 86400}}},
+                  {"config", {{"policy", "llm"}}}}),
+            make(events::WorkspaceWritten::kType,
                  {{"path", "kernel.py"}, {"sha", sha}, {"size", 15}, {"source", "starter"}})});
   }
 
@@ -109,13 +110,13 @@ class Writer {
     int64_t i = step_++;
     std::string call = "call_" + std::to_string(i);
     std::string tool = i % 40 == 39 ? "profile" : i % 5 == 4 ? "evaluate" : "write_file";
-    out.push_back(make(ev::kModelRequest, {{"turn", 1 + i / 50},
-                                           {"prompt_sha", marathon::sha256_hex(call)},
-                                           {"n_messages", 20 + i % 40},
-                                           {"tokens_estimate", 12000 + r_() % 8000}}));
+    out.push_back(make(events::ModelRequest::kType, {{"turn", 1 + i / 50},
+                                                     {"prompt_sha", marathon::sha256_hex(call)},
+                                                     {"n_messages", 20 + i % 40},
+                                                     {"tokens_estimate", 12000 + r_() % 8000}}));
     json args = {{"path", "kernel.py"}, {"content", text(r_, 400)}};
     out.push_back(
-        make(ev::kModelResponse,
+        make(events::ModelResponse::kType,
              {{"message",
                {{"content", text(r_, 800 + r_() % 800)},
                 {"tool_calls",
@@ -126,23 +127,24 @@ class Writer {
               {"provider", "openai"},
               {"model", "gpt-4o"},
               {"finish_reason", "tool_calls"}}));
-    out.push_back(make(ev::kToolStarted, {{"call_id", call}, {"name", tool}, {"arguments", args}}));
+    out.push_back(
+        make(events::ToolStarted::kType, {{"call_id", call}, {"name", tool}, {"arguments", args}}));
     if (i % 3 == 0) {
       std::string bytes = text(r_, 4000) + std::to_string(i);
       std::string sha = store_->put_blob(bytes);
       files_["kernel.py"] = sha;
-      out.push_back(make(ev::kWorkspaceWritten,
+      out.push_back(make(events::WorkspaceWritten::kType,
                          {{"path", "kernel.py"}, {"sha", sha}, {"size", bytes.size()}}));
     }
-    out.push_back(make(ev::kToolFinished, {{"call_id", call},
-                                           {"name", tool},
-                                           {"ok", true},
-                                           {"output", text(r_, 200 + r_() % 1800)},
-                                           {"elapsed_s", 0.8}}));
+    out.push_back(make(events::ToolFinished::kType, {{"call_id", call},
+                                                     {"name", tool},
+                                                     {"ok", true},
+                                                     {"output", text(r_, 200 + r_() % 1800)},
+                                                     {"elapsed_s", 0.8}}));
     if (tool == "evaluate") {
       candidate_ = marathon::candidate_hash(files_);
       out.push_back(make(
-          ev::kEvalFinished,
+          events::EvalFinished::kType,
           {{"candidate", candidate_},
            {"cache_key", marathon::sha256_hex("k" + std::to_string(i))},
            {"cached", false},
@@ -159,19 +161,20 @@ class Writer {
            {"strategy", text(r_, 120)}}));
     }
     if (i % 7 == 0)
-      out.push_back(make(ev::kLedgerNoted, {{"kind", "finding"}, {"text", text(r_, 150)}}));
+      out.push_back(
+          make(events::LedgerNoted::kType, {{"kind", "finding"}, {"text", text(r_, 150)}}));
     if (i % 2500 == 1000) {
-      out.push_back(make(ev::kGoalChanged,
+      out.push_back(make(events::GoalChanged::kType,
                          {{"verb", "edit"}, {"objective", "beat FLA by " + std::to_string(i)}}));
     }
     if (i % 3000 == 2000) {
-      out.push_back(make(ev::kCompactionInstalled, {{"trigger", "auto"},
-                                                    {"outcome", "compacted"},
-                                                    {"source", "structural"},
-                                                    {"summary", text(r_, 2000)},
-                                                    {"summarized_through", last_seq()},
-                                                    {"tokens_before", 90000},
-                                                    {"tokens_after", 20000}}));
+      out.push_back(make(events::CompactionInstalled::kType, {{"trigger", "auto"},
+                                                              {"outcome", "compacted"},
+                                                              {"source", "structural"},
+                                                              {"summary", text(r_, 2000)},
+                                                              {"summarized_through", last_seq()},
+                                                              {"tokens_before", 90000},
+                                                              {"tokens_after", 20000}}));
     }
     append(out);
   }

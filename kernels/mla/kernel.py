@@ -475,20 +475,34 @@ def _split_plan(requested: int, per_split: int, Skv: int, block_n: int, num_sms:
     return triton.cdiv(Skv, split_len), split_len
 
 
-_SYNC: dict = {}
+_SYNC_SLOTS = 64  # barrier-counter pairs per device: one per stream that runs the fused merge
+_SYNC: dict = {}  # (device type, index) -> int32 tensor [_SYNC_SLOTS, 2], zeroed once
+_SYNC_SLOT: dict = {}  # (device type, index, stream handle) -> slot
 
 
-def _sync_buffer(device: torch.device):
-    """The grid barrier's two counters for this device (zeroed once; the kernel leaves them clean).
-    None while a CUDA graph is being captured and none exists yet (the caller then merges separately).
-    One pair per device: two fused decode calls running at the same time on different streams would
-    mix their arrivals, so such callers must pass fused_merge=False."""
-    key = (device.type, device.index)
-    if key not in _SYNC:
+def _sync_buffer(device: torch.device, stream: int):
+    """The grid barrier's two counters for calls on `stream` (a stream handle) of this device.
+
+    Each stream gets its own pair, so fused calls overlapping on different streams never mix their
+    arrivals; calls on one stream are ordered by the stream and the kernel leaves its pair clean.
+    The pairs of a device are one allocation made at the first call outside a CUDA graph capture,
+    so a capture on another stream later only takes a free slot (no allocation, no memset in the
+    graph). None (the caller then merges in a separate launch) while a capture runs before any
+    allocation, and once every slot is taken. A graph's replays use the slot of the stream it was
+    captured on: replays of graphs captured on one stream must not overlap each other."""
+    dev = (device.type, device.index)
+    if dev not in _SYNC:
         if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
             return None
-        _SYNC[key] = torch.zeros(2, device=device, dtype=torch.int32)
-    return _SYNC[key]
+        _SYNC[dev] = torch.zeros((_SYNC_SLOTS, 2), device=device, dtype=torch.int32)
+    key = (*dev, stream)
+    slot = _SYNC_SLOT.get(key)
+    if slot is None:
+        taken = sum(1 for k in _SYNC_SLOT if k[:2] == dev)
+        if taken == _SYNC_SLOTS:
+            return None
+        slot = _SYNC_SLOT[key] = taken
+    return _SYNC[dev][slot]
 
 
 def _split_strides(po, lse, o2):
@@ -561,7 +575,7 @@ def decode_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = No
         # the merge runs in the same launch when every program is resident at once (one per SM)
         sync = None
         if cfg["fused_merge"] and num_programs <= num_sms and not _interpreting():
-            sync = _sync_buffer(q.device)
+            sync = _sync_buffer(q.device, torch.cuda.current_stream(q.device).cuda_stream)
         merge = Merge.FUSED if sync is not None else Merge.KERNEL
         if sync is None:
             sync = lse
@@ -622,9 +636,8 @@ def mla_decode(q: torch.Tensor, kv: torch.Tensor, scale: float, dv: int = 512) -
     """Decode attention of q [B, Sq, H, D] over the latent cache kv [B, Skv, D]; o [B, Sq, H, dv].
 
     For Sq > 1 the queries are the last Sq positions of the cache (causal, tril(Skv - Sq)).
-    The Gluon path may run on several streams at once. The tl path's fused merge keeps
-    per-device barrier counters: where the tl kernel runs and calls overlap on several streams, use
-    ``decode_with_config(..., cfg={"fused_merge": False})``.
+    Safe for calls overlapping on different streams: the Gluon path keeps no state between calls,
+    and the tl path's fused merge takes one barrier-counter pair per stream.
     """
     return decode_with_config(q, kv, scale, dv)
 

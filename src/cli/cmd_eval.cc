@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/installation.h"
+#include "core/eval_result.h"
 #include "eval/evaluator.h"
 #include "eval/result_cache.h"
 #include "goal/limits.h"
@@ -32,31 +33,27 @@ struct EvalCliOptions {
 
 std::string human(const TaskSpec& task, const fs::path& cand, const std::string& cand_hash,
                   const eval::EvalOutcome& o) {
-  const json& r = o.result;
+  const EvalResult r = read_eval_result(o.result);
   std::string out;
   auto line = [&](const std::string& k, const std::string& v) {
     out += fmt::format("{:<11} {}\n", k, v);
   };
-  std::string goal = fmt::format("{} ({})", task.goal.metric, task.goal.direction);
+  std::string goal = fmt::format("{} ({})", task.goal.metric, to_string(task.goal.direction));
   if (task.goal.target) goal += fmt::format(", target {:.6g}", *task.goal.target);
   line("task", fmt::format("{}: {}", task.name, goal));
   line("candidate", fmt::format("{} ({})", cand.string(), cand_hash.substr(0, 12)));
   line("outcome", fmt::format("{} in {:.1f} s", eval::to_string(o.status), o.elapsed_s));
-  line("correct", r.value("correct", false) ? "yes" : "no");
-  const json& score = r["score"];
-  line("score", score.is_number() ? fmt::format("{:.6g} {}", score.get<double>(), task.goal.metric)
-                                  : "none");
-  if (r.contains("baseline_score") && r["baseline_score"].is_number()) {
-    line("baseline", fmt::format("{:.6g}", r["baseline_score"].get<double>()));
-  }
-  const json& v = r["violations"];
+  line("correct", r.correct ? "yes" : "no");
+  line("score", r.score ? fmt::format("{:.6g} {}", *r.score, task.goal.metric) : "none");
+  if (r.baseline_score) line("baseline", fmt::format("{:.6g}", *r.baseline_score));
+  const json& v = r.violations;
   if (v.empty()) {
     line("violations", "none");
   } else {
     for (size_t i = 0; i < v.size(); ++i) line(i == 0 ? "violations" : "", v[i].get<std::string>());
   }
-  if (r.contains("metrics") && !r["metrics"].empty()) line("metrics", r["metrics"].dump());
-  std::string log = r.value("log", "");
+  if (!r.metrics.empty()) line("metrics", r.metrics.dump());
+  const std::string& log = r.log;
   if (!log.empty()) {
     bool first = true;
     size_t start = 0;

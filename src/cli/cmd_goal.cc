@@ -19,12 +19,12 @@ int do_goal(control::GoalVerb verb, const std::string& run_dir, const std::strin
     return control::exit_code_of(r.status);
   }
   const State& s = r.state;
-  std::printf("goal %s: %s\n  objective: %s\n", control::to_string(verb), s.goal.status.c_str(),
-              s.goal.objective.c_str());
+  std::printf("goal %s: %s\n  objective: %s\n", control::to_string(verb),
+              to_string(s.goal.status).c_str(), s.goal.objective.c_str());
   if (s.done) {
     std::printf("  note: the run has finished (%s); the change is recorded only\n",
                 s.finish_reason.c_str());
-  } else if (s.paused && s.goal.status == "active") {
+  } else if (s.paused && s.goal.status == GoalStatus::kActive) {
     std::printf("  the run is stopped: `marathon resume %s` carries on\n", run_dir.c_str());
   }
   return 0;

@@ -117,7 +117,7 @@ void interview(InitRequest& r) {
   }
   while (true) {
     r.direction = ask("Is lower or higher better? (min/max)", r.direction);
-    if (r.direction == "min" || r.direction == "max") break;
+    if (parse_direction(r.direction)) break;
     std::cout << "  answer min or max\n";
   }
   std::string check =
@@ -203,7 +203,7 @@ int do_init(InitArgs a) {
     TaskDraft d;
     d.name = name;
     d.metric_name = r.metric_name;
-    d.direction = r.direction;
+    d.direction = direction_from_string(r.direction);  // request_problem checked it
     d.metric = r.metric;
     d.check = r.check;
     d.runs = r.runs;
@@ -300,7 +300,8 @@ int do_init(InitArgs a) {
     }
     line("editable", joined(d.editable));
     line("protected", d.protect.empty() ? "none" : joined(d.protect));
-    line("metric", fmt::format("`{}` ({}, median of {})", d.metric, d.direction, d.runs));
+    line("metric",
+         fmt::format("`{}` ({}, median of {})", d.metric, to_string(d.direction), d.runs));
     line("check", d.check.empty() ? "none" : "`" + d.check + "`");
     std::string spread;
     const json& m = res.value("metrics", json::object());

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "core/event_store.h"
+#include "core/events.h"
 #include "core/log_export.h"
 #include "core/run_dir.h"
 
@@ -80,7 +81,7 @@ int run_log(const LogOptions& o) {
                              : human_line(e))
                   << '\n';
         next = e.seq + 1;
-        finished = e.type == ev::kRunFinished;
+        finished = is<events::RunFinished>(e);
         return !(o.follow && finished) && !g_interrupted;
       });
       std::cout.flush();

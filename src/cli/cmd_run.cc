@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/installation.h"
 #include "core/event_store.h"
+#include "core/events.h"
 #include "core/fold.h"
 #include "core/run_dir.h"
 #include "core/run_lock.h"
@@ -208,7 +209,7 @@ int do_run(const RunArgs& a) {
   }
   store->set_write_guard([&lock] { lock->verify(); });
   if (gate.unsandboxed) {
-    store->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "run"}}});
+    store->append(make_event(events::SandboxDisabled{gate.reason, "run"}));
   }
   State state = fold(store->read());
   std::unique_ptr<Policy> policy;
@@ -258,17 +259,17 @@ int do_resume(const std::string& run_dir, bool quiet, const std::optional<double
     sandbox::never_pass(key_env);
   }
   if (gate.unsandboxed) {
-    store->append({ev::kSandboxDisabled, {{"reason", gate.reason}, {"command", "resume"}}});
+    store->append(make_event(events::SandboxDisabled{gate.reason, "resume"}));
   }
   std::vector<Event> events = store->read();
-  const json& created = events.front().payload;
+  const auto created = payload_of<events::RunCreated>(events.front());
   std::unique_ptr<Policy> policy;
   std::unique_ptr<EventStore> original;
   std::vector<Event> original_events;
   DriveOptions options{quiet, {}};
-  if (created.contains("replay_of")) {
+  if (created.replay_of) {
     // A replay that was stopped: serve the rest of the original's responses.
-    fs::path from = created["replay_of"].value("run_dir", "");
+    fs::path from = created.replay_of->run_dir;
     original = EventStore::open((from / "events.db").string(), EventStore::Mode::kReadOnly);
     original_events = original->read();
     policy = make_policy("replay", PolicyOptions{&state, &original_events});

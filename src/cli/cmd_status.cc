@@ -35,9 +35,9 @@ std::string human(const State& s) {
   if (!s.forked_from.empty())
     line(fmt::format("forked     from {} at seq {}", s.forked_from, s.forked_at_seq));
   line(fmt::format("goal       {} [{}]", s.goal.objective.empty() ? "(none)" : s.goal.objective,
-                   s.goal.status));
+                   to_string(s.goal.status)));
   if (!s.goal.metric.empty()) {
-    line(fmt::format("metric     {} ({}), target {}", s.goal.metric, s.goal.direction,
+    line(fmt::format("metric     {} ({}), target {}", s.goal.metric, to_string(s.goal.direction),
                      num(s.goal.target)));
   }
   line(fmt::format(

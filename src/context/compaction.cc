@@ -168,32 +168,12 @@ int64_t plan_unit_cut(const PreparedUnit& u, int64_t elided_through, int64_t tar
   return prepare_unit(std::move(raw), config, cuts).tokens_at(elided_through);
 }
 
-NewEvent make_event(const char* type, json payload) {
-  NewEvent e;
-  e.type = type;
-  e.payload = std::move(payload);
-  return e;
-}
-
 struct OutputRef {
   int64_t seq;
   int64_t tokens;
 };
 
 }  // namespace
-
-bool is_context_length_error(const PolicyReply& reply) {
-  if (!reply.error || !reply.error->is_object()) return false;
-  const json& e = *reply.error;
-  if (e.value("kind", "") == "context_length") return true;
-  std::string m = e.value("message", "");
-  std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const char* needle : {"context length", "context_length", "maximum context",
-                             "prompt is too long", "too many tokens", "context window"}) {
-    if (m.find(needle) != std::string::npos) return true;
-  }
-  return false;
-}
 
 int64_t unit_budget_tokens(const Layout& layout, const ContextView& view,
                            const ContextConfig& config) {
@@ -217,9 +197,10 @@ std::string validate_summary(const std::string& text, const ContextConfig& confi
 
 namespace {
 
-PolicyRequest summary_request_from(std::span<const PreparedUnit> units, const State& state,
-                                   const ContextConfig& config, const std::string& previous_summary,
-                                   int64_t after_seq, int64_t through_seq, int64_t elided_through) {
+SummaryRequest summary_request_from(std::span<const PreparedUnit> units,
+                                    const ContextConfig& config,
+                                    const std::string& previous_summary, int64_t after_seq,
+                                    int64_t through_seq, int64_t elided_through) {
   const int64_t words = std::max<int64_t>(60, config.frac(config.max_summary) * 6 / 10);
   std::string user =
       "Previous summary:\n" +
@@ -228,23 +209,20 @@ PolicyRequest summary_request_from(std::span<const PreparedUnit> units, const St
   const int64_t input_cap =
       std::max<int64_t>(512, config.frac(0.5) - estimate_text_tokens(user) - 600);
   user += turns_text(units, through_seq, elided_through, input_cap, config);
-  PolicyRequest r;
+  SummaryRequest r;
   r.messages =
       json::array({json{{"role", "system"}, {"content", fmt::format(kSummariserSystem, words)}},
                    json{{"role", "user"}, {"content", std::move(user)}}});
-  r.tools = json::array();
-  r.state = &state;
-  r.purpose = kPurposeCompaction;
   return r;
 }
 
 }  // namespace
 
-PolicyRequest summary_request(const State& state, const std::vector<Event>& events,
-                              const ContextConfig& config, const std::string& previous_summary,
-                              int64_t after_seq, int64_t through_seq, int64_t elided_through) {
+SummaryRequest summary_request(const std::vector<Event>& events, const ContextConfig& config,
+                               const std::string& previous_summary, int64_t after_seq,
+                               int64_t through_seq, int64_t elided_through) {
   PromptCache cache(config);
-  return summary_request_from(cache.units_after(events, after_seq), state, config, previous_summary,
+  return summary_request_from(cache.units_after(events, after_seq), config, previous_summary,
                               after_seq, through_seq, elided_through);
 }
 
@@ -269,14 +247,14 @@ std::string structural_summary(const State& state, const std::vector<Event>& eve
   for (size_t i = first_index_after(events, after_seq); i < events.size(); ++i) {
     const Event& e = events[i];
     if (e.seq > through_seq) break;
-    if (e.type == ev::kToolFinished) {
-      std::string name = e.payload.value("name", "?");
+    if (is<events::ToolFinished>(e)) {
+      auto p = payload_of<events::ToolFinished>(e);
+      std::string name = p.name.empty() ? "?" : p.name;
       ++calls[name];
-      last.push_back(fmt::format("- [{}] {} {}: {}", e.seq, name,
-                                 e.payload.value("ok", false) ? "ok" : "failed",
-                                 first_line(e.payload.value("output", ""), 100)));
-    } else if (e.type == ev::kWorkspaceWritten) {
-      ++files[e.payload.value("path", "?")];
+      last.push_back(fmt::format("- [{}] {} {}: {}", e.seq, name, p.ok ? "ok" : "failed",
+                                 first_line(p.output, 100)));
+    } else if (is<events::WorkspaceWritten>(e)) {
+      ++files[payload_of<events::WorkspaceWritten>(e).path];
     }
   }
   if (!calls.empty()) {
@@ -323,14 +301,16 @@ CompactionPlan plan_compaction(PromptCache& cache, const State& state,
 
   // A compaction a crash interrupted is finished first, from what the log already holds.
   if (c.open_proposal_seq > 0 || c.open_response_seq > 0) {
-    const json& src = c.open_proposal_seq > 0 ? c.open_proposal : c.open_response;
+    const events::CompactionScope src =
+        c.open_proposal_seq > 0 ? c.open_proposal.scope
+                                : c.open_response.scope.value_or(events::CompactionScope{});
     p.action = c.open_proposal_seq > 0 ? CompactionPlan::Action::kFinishProposal
                                        : CompactionPlan::Action::kFinishResponse;
-    p.trigger = src.value("trigger", "auto");
+    p.trigger = src.trigger.empty() ? "auto" : src.trigger;
     p.reason = "resume";
-    p.tokens_before = src.value("tokens_before", int64_t{0});
-    p.summarize_through = src.value("summarized_through", c.summarized_through);
-    p.elide_through = std::max(c.elided_through, src.value("elided_through", int64_t{0}));
+    p.tokens_before = src.tokens_before;
+    p.summarize_through = src.summarized_through;
+    p.elide_through = std::max(c.elided_through, src.elided_through);
     return p;
   }
 
@@ -440,13 +420,14 @@ CompactionPlan plan_compaction(PromptCache& cache, const State& state,
 
 CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
                                 const std::vector<Event>& events, const ContextConfig& config,
-                                Policy* summariser, const ContextIO& io, const json& tools) {
+                                const Summariser& summariser, const ContextIO& io,
+                                const json& tools) {
   PromptCache cache(config, tools);
   return run_compaction(cache, plan, state, events, summariser, io);
 }
 
 CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, const State& state,
-                                const std::vector<Event>& events, Policy* summariser,
+                                const std::vector<Event>& events, const Summariser& summariser,
                                 const ContextIO& io) {
   using A = CompactionPlan::Action;
   CompactionResult r;
@@ -465,19 +446,22 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
     return natural_tokens(after_layout,
                           ContextView{summary, plan.summarize_through, plan.elide_through}, config);
   };
-  json base{{"trigger", plan.trigger},
-            {"reason", plan.reason},
-            {"summarized_through", plan.summarize_through},
-            {"elided_through", plan.elide_through},
-            {"tokens_before", plan.tokens_before}};
+  using namespace events;
+  CompactionScope base{plan.trigger, plan.reason, plan.summarize_through, plan.elide_through,
+                       plan.tokens_before};
+  auto installed = [&](CompactionOutcome outcome, std::string source) {
+    CompactionInstalled p;
+    p.scope = base;
+    p.outcome = outcome;
+    p.source = std::move(source);
+    return p;
+  };
 
   if (plan.action == A::kNoop) {
-    json p = base;
-    p["outcome"] = "noop";
-    p["source"] = "none";
-    p["summary"] = c.summary;
-    p["tokens_after"] = plan.tokens_before;
-    append(make_event(ev::kCompactionInstalled, p));
+    CompactionInstalled p = installed(CompactionOutcome::kNoop, "none");
+    p.summary = c.summary;
+    p.tokens_after = plan.tokens_before;
+    append(make_event(p));
     r.outcome = "noop";
     r.source = "none";
     r.tokens_after = plan.tokens_before;
@@ -487,17 +471,14 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
   }
 
   if (plan.action == A::kCut) {
-    json p = base;
-    p["outcome"] = "compacted";
-    p["source"] = "cut";
-    json cuts = json::array();
-    for (const CompactionPlan::Cut& cut : plan.cuts) {
-      cuts.push_back({{"seq", cut.seq}, {"max_tokens", cut.max_tokens}, {"bytes", cut.bytes}});
-    }
-    p["cuts"] = std::move(cuts);
-    p["units"] = plan.cut_units;
-    p["tokens_after"] = plan.tokens_after;
-    append(make_event(kCompactionCut, p));
+    CompactionCut p;
+    p.scope = base;
+    p.outcome = CompactionOutcome::kCompacted;
+    p.source = "cut";
+    p.cuts = plan.cuts;
+    p.units = plan.cut_units;
+    p.tokens_after = plan.tokens_after;
+    append(make_event(p));
     r.outcome = "compacted";
     r.source = "cut";
     r.tokens_after = plan.tokens_after;
@@ -509,16 +490,19 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
   }
 
   if (plan.action == A::kElide) {
-    json p = base;
-    p["outcome"] = "compacted";
-    p["source"] = "elision";
     r.tokens_after = tokens_with(c.summary);
-    p["tokens_after"] = r.tokens_after;
     if (plan.trigger == "manual") {  // a manual request is answered by an installed event
-      p["summary"] = c.summary;
-      append(make_event(ev::kCompactionInstalled, p));
+      CompactionInstalled p = installed(CompactionOutcome::kCompacted, "elision");
+      p.tokens_after = r.tokens_after;
+      p.summary = c.summary;
+      append(make_event(p));
     } else {
-      append(make_event(kCompactionElided, p));
+      CompactionElided p;
+      p.scope = base;
+      p.outcome = CompactionOutcome::kCompacted;
+      p.source = "elision";
+      p.tokens_after = r.tokens_after;
+      append(make_event(p));
     }
     r.outcome = "compacted";
     r.source = "elision";
@@ -530,15 +514,13 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
   // Stage 2. The summary covers (previous summary point, plan.summarize_through].
   const int64_t after = c.summarized_through;
   if (plan.summarize_through <= after) {  // a stale proposal: nothing left to install
-    json p = base;
-    p["outcome"] = "failed";
-    p["source"] = "none";
-    p["summary"] = c.summary;
-    p["summarized_through"] = c.summarized_through;
-    p["tokens_after"] = plan.tokens_before;
-    p["error"] = fmt::format("summary point {} is not after the installed one {}",
-                             plan.summarize_through, after);
-    append(make_event(ev::kCompactionInstalled, p));
+    CompactionInstalled p = installed(CompactionOutcome::kFailed, "none");
+    p.summary = c.summary;
+    p.scope.summarized_through = c.summarized_through;
+    p.tokens_after = plan.tokens_before;
+    p.error = fmt::format("summary point {} is not after the installed one {}",
+                          plan.summarize_through, after);
+    append(make_event(p));
     r.outcome = "failed";
     r.tokens_after = plan.tokens_before;
     return r;
@@ -558,77 +540,77 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
   std::string text;
   std::string model_error;
   if (plan.action == A::kSummarise) {
-    PolicyRequest req = summary_request_from(layout.units, state, config, c.summary, after,
-                                             plan.summarize_through, plan.elide_through);
+    SummaryRequest req = summary_request_from(layout.units, config, c.summary, after,
+                                              plan.summarize_through, plan.elide_through);
     if (plan.elide_through > c.elided_through && plan.trigger == "auto") {
-      json p = base;
-      p["outcome"] = "compacted";
-      p["source"] = "elision";
-      p["summarized_through"] = c.summarized_through;
-      p["tokens_after"] = natural_tokens(
+      CompactionElided p;
+      p.scope = base;
+      p.scope.summarized_through = c.summarized_through;
+      p.outcome = CompactionOutcome::kCompacted;
+      p.source = "elision";
+      p.tokens_after = natural_tokens(
           layout, ContextView{c.summary, c.summarized_through, plan.elide_through}, config);
-      append(make_event(kCompactionElided, p));
+      append(make_event(p));
     }
     req.interrupted = io.interrupted;
-    PolicyReply reply;
-    if (summariser == nullptr) {
-      reply.error = json{{"kind", "unavailable"}, {"message", "no summariser configured"}};
+    SummaryReply reply;
+    if (!summariser) {
+      reply.response.error =
+          ModelError::make(LlmErrorKind::kUnavailable, "no summariser configured");
     } else {
       try {
-        reply = summariser->next(req);
+        reply = summariser(req);
       } catch (const std::exception& e) {
-        reply.error = json{{"kind", "exception"}, {"message", e.what()}};
+        reply = SummaryReply{};
+        reply.response.error = ModelError::make(LlmErrorKind::kException, e.what());
       }
     }
-    if (reply.error && reply.error->value("kind", "") == "interrupted") {
+    const std::optional<ModelError>& error = reply.response.error;
+    if (error && error->kind == LlmErrorKind::kInterrupted) {
       // Stopped by a signal: nothing is logged for the call; the next plan starts it again.
       r.outcome = "interrupted";
       r.tokens_after = plan.tokens_before;
       return r;
     }
-    json msg = reply.message.is_object() ? reply.message : json::object();
-    text = reply.error ? "" : msg.value("content", "");
-    if (reply.error) model_error = reply.error->value("message", reply.error->dump());
-    if (summariser != nullptr) {
-      json p = base;
-      p["purpose"] = kPurposeCompaction;
-      p["message"] = json{{"content", text}};
-      p["usage"] = json{{"prompt_tokens", reply.prompt_tokens},
-                        {"completion_tokens", reply.completion_tokens}};
-      if (reply.cache_read_tokens > 0) p["usage"]["cache_read_tokens"] = reply.cache_read_tokens;
-      if (reply.cache_write_tokens > 0) p["usage"]["cache_write_tokens"] = reply.cache_write_tokens;
-      p["cost_usd"] = reply.cost_usd;
-      p["provider"] = reply.provider;
-      p["model"] = reply.model;
-      p["finish_reason"] = reply.finish_reason;
-      if (reply.error) p["error"] = *reply.error;
+    const json& msg = reply.response.message;
+    if (!error && msg.is_object() && msg.contains("content") && msg.at("content").is_string()) {
+      text = msg.at("content").get<std::string>();
+    }
+    if (error) model_error = error->message.empty() ? json(*error).dump() : error->message;
+    if (summariser) {
+      ModelResponse p = std::move(reply.response);
+      p.purpose = ModelResponse::kPurposeCompaction;
+      p.scope = base;
+      p.message = json{{"content", text}};
+      p.problems = nullptr;
+      p.usage_estimated = reply.usage_rejected.has_value();
       if (reply.usage_rejected) {
-        p["usage_estimated"] = true;
-        json w = *reply.usage_rejected;
-        w["purpose"] = kPurposeCompaction;
-        w["provider"] = reply.provider;
-        w["model"] = reply.model;
-        append(make_event(ev::kLlmUsageRejected, w));
+        LlmUsageRejected w = *reply.usage_rejected;
+        w.purpose = ModelResponse::kPurposeCompaction;
+        w.provider = p.provider;
+        w.model = p.model;
+        append(make_event(w));
       }
-      append(make_event(ev::kModelResponse, p));
+      append(make_event(p));
     }
   } else if (plan.action == A::kFinishResponse) {
-    const json& resp = c.open_response;
-    if (resp.contains("error") && !resp.at("error").is_null()) {
-      model_error = resp.at("error").value("message", "summariser failed");
-    } else {
-      text = resp.value("message", json::object()).value("content", "");
+    const ModelResponse& resp = c.open_response;
+    if (resp.error) {
+      model_error = resp.error->message.empty() ? "summariser failed" : resp.error->message;
+    } else if (resp.message.is_object()) {
+      text = resp.message.value("content", "");
     }
   }
 
   if (plan.action == A::kSummarise || plan.action == A::kFinishResponse) {
-    json p = base;
-    p["source"] = "model";
-    if (!text.empty()) p["summary_sha"] = io.put_blob(text);
-    if (!model_error.empty()) p["error"] = model_error;
-    append(make_event(ev::kCompactionProposed, p));
+    CompactionProposed p;
+    p.scope = base;
+    p.source = "model";
+    if (!text.empty()) p.summary_sha = io.put_blob(text);
+    p.error = model_error;
+    append(make_event(p));
   } else {  // kFinishProposal
-    std::string sha = c.open_proposal.value("summary_sha", "");
+    const std::string& sha = c.open_proposal.summary_sha;
     if (!sha.empty()) {
       std::optional<std::string> blob = io.get_blob(sha);
       if (blob) {
@@ -637,26 +619,26 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
         model_error = "proposed summary blob " + sha + " is missing";
       }
     } else {
-      model_error = c.open_proposal.value("error", "no summary was proposed");
+      model_error =
+          c.open_proposal.error.empty() ? "no summary was proposed" : c.open_proposal.error;
     }
   }
 
   std::string why = model_error.empty() ? validate_summary(text, config) : model_error;
-  json p = base;
-  p["outcome"] = "compacted";
+  CompactionInstalled p = installed(CompactionOutcome::kCompacted, "");
   if (why.empty()) {
-    p["source"] = "model";
-    p["summary"] = trim(text);
+    p.source = "model";
+    p.summary = trim(text);
   } else {
-    p["source"] = "structural";
-    p["summary"] = fallback(why);
-    p["rejected"] = why;
+    p.source = "structural";
+    p.summary = fallback(why);
+    p.rejected = why;
     spdlog::warn("compaction: model summary not used ({}); installing a structural summary", why);
   }
-  r.tokens_after = tokens_with(p["summary"].get<std::string>());
-  p["tokens_after"] = r.tokens_after;
-  r.source = p["source"].get<std::string>();
-  append(make_event(ev::kCompactionInstalled, p));
+  r.tokens_after = tokens_with(p.summary);
+  p.tokens_after = r.tokens_after;
+  r.source = p.source;
+  append(make_event(p));
   r.outcome = "compacted";
   spdlog::info("compaction ({}): summary ({}) through seq {}, {} -> {} tokens", plan.trigger,
                r.source, plan.summarize_through, plan.tokens_before, r.tokens_after);

@@ -16,13 +16,14 @@
 // the run (prompt_cache.h; each call reads only the events appended since the previous one):
 //
 //   context::PromptCache cache(cfg, tools);
+//   context::Summariser summarise = summariser_of(policy, &state);   // policy/policy.h
 //   auto plan = context::plan_compaction(cache, state, events);
-//   if (plan.needed()) context::run_compaction(cache, plan, state, events, &policy, io);
+//   if (plan.needed()) context::run_compaction(cache, plan, state, events, summarise, io);
 //   auto prompt = context::build_prompt(cache, state, events);       // prompt_builder.h
 //   ... append model.request{prompt_sha: prompt.sha256, tokens_estimate: prompt.tokens_raw} ...
-//   if (context::is_context_length_error(reply)) {                    // once per step
+//   if (the reply's error is a context-length error) {                // once per step
 //     auto p2 = context::plan_compaction(cache, state, events, context::Force::kOverflow);
-//     context::run_compaction(cache, p2, state, events, &policy, io);
+//     context::run_compaction(cache, p2, state, events, summarise, io);
 //     rebuild the prompt and retry the request once
 //   }
 //
@@ -42,8 +43,8 @@
 #include "context/compaction_log.h"
 #include "context/context_config.h"
 #include "context/prompt_builder.h"
+#include "context/summariser.h"
 #include "core/state.h"
-#include "policy/policy.h"
 
 namespace marathon::context {
 
@@ -74,11 +75,7 @@ struct CompactionPlan {
   int64_t summarize_through = 0;  // new summary point (stage 2)
   // kCut: the events whose messages are cut and the tokens each text field keeps, the units they
   // are in, and the calibrated prompt estimate once they are cut (without the hard cap).
-  struct Cut {
-    int64_t seq = 0;
-    int64_t max_tokens = 0;
-    int64_t bytes = 0;  // bytes of the fields over max_tokens, before the cut
-  };
+  using Cut = events::CompactionCut::Cut;  // bytes: the fields over max_tokens, before the cut
   std::vector<Cut> cuts;
   std::vector<int64_t> cut_units;  // first_seq of each unit cut
   int64_t tokens_after = 0;
@@ -89,7 +86,7 @@ struct ContextIO {
   std::function<Event(const NewEvent&)> append;  // append + apply to the caller's state/events
   std::function<std::string(const std::string& bytes)> put_blob;  // returns sha256
   std::function<std::optional<std::string>(const std::string& sha)> get_blob;
-  // Passed to the summariser's request (PolicyRequest::interrupted): a summary call cut short by
+  // Passed to the summariser's request (SummaryRequest::interrupted): a summary call cut short by
   // it is not logged and the compaction is left for the next plan.
   std::function<bool()> interrupted;
 };
@@ -111,21 +108,18 @@ CompactionPlan plan_compaction(const State& state, const std::vector<Event>& eve
                                const ContextConfig& config, const json& tools = json::array(),
                                Force force = Force::kNone);
 
-// Runs a plan. `summariser` may be null (structural summary only, e.g. `marathon compact --now`).
+// Runs a plan. `summariser` may be empty (structural summary only, e.g. `marathon compact --now`).
 // Never throws for a summariser failure (it becomes the structural fallback); an append failure
 // propagates (the log is the source of truth and the caller must stop).
 CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, const State& state,
-                                const std::vector<Event>& events, Policy* summariser,
+                                const std::vector<Event>& events, const Summariser& summariser,
                                 const ContextIO& io);
 
 // The same from scratch (a fresh cache).
 CompactionResult run_compaction(const CompactionPlan& plan, const State& state,
                                 const std::vector<Event>& events, const ContextConfig& config,
-                                Policy* summariser, const ContextIO& io,
+                                const Summariser& summariser, const ContextIO& io,
                                 const json& tools = json::array());
-
-// True when a policy reply failed because the prompt was over the model's context length.
-bool is_context_length_error(const PolicyReply& reply);
 
 // The calibrated tokens a unit may take so that it and the fixed part of the prompt (system, task
 // message, tools) stay within the hard threshold. A unit above it is cut before it is sent.
@@ -135,9 +129,9 @@ int64_t unit_budget_tokens(const Layout& layout, const ContextView& view,
 // --- pure pieces, exposed for tests -----------------------------------------------------------
 
 // The request sent to the summariser: the previous summary and the turns (after, through].
-PolicyRequest summary_request(const State& state, const std::vector<Event>& events,
-                              const ContextConfig& config, const std::string& previous_summary,
-                              int64_t after_seq, int64_t through_seq, int64_t elided_through);
+SummaryRequest summary_request(const std::vector<Event>& events, const ContextConfig& config,
+                               const std::string& previous_summary, int64_t after_seq,
+                               int64_t through_seq, int64_t elided_through);
 
 // Why a summary is not acceptable ("" when it is): empty, too short, over max_summary.
 std::string validate_summary(const std::string& text, const ContextConfig& config);

@@ -5,63 +5,57 @@
 namespace marathon::context {
 
 void apply_compaction_event(CompactionLog& c, const Event& e) {
-  const json& p = e.payload;
-  if (e.type == ev::kModelResponse) {
-    if (p.value("purpose", "") == kPurposeCompaction) {
+  using namespace events;
+  if (is<ModelResponse>(e)) {
+    auto p = payload_of<ModelResponse>(e);
+    if (p.purpose == ModelResponse::kPurposeCompaction) {
       c.open_response_seq = e.seq;
-      c.open_response = p;
+      c.open_response = std::move(p);
     }
     return;
   }
-  if (e.type.rfind("compaction.", 0) != 0) return;
+  if (!is_compaction_type(e.type)) return;
   c.last_event_seq = e.seq;
-  if (e.type == ev::kCompactionRequested) {
+  if (is<CompactionRequested>(e)) {
     if (c.pending_request_seq == 0) c.pending_request_seq = e.seq;
-  } else if (e.type == ev::kCompactionProposed) {
+  } else if (is<CompactionProposed>(e)) {
     c.open_proposal_seq = e.seq;
-    c.open_proposal = p;
+    c.open_proposal = payload_of<CompactionProposed>(e);
     c.open_response_seq = 0;
-    c.open_response = json();
-  } else if (e.type == kCompactionElided) {
-    std::string outcome = p.value("outcome", "compacted");
-    if (outcome == "compacted") {
-      c.elided_through = std::max(c.elided_through, p.value("elided_through", int64_t{0}));
+    c.open_response = ModelResponse{};
+  } else if (is<CompactionElided>(e)) {
+    auto p = payload_of<CompactionElided>(e);
+    if (p.outcome == CompactionOutcome::kCompacted) {
+      c.elided_through = std::max(c.elided_through, p.scope.elided_through);
       ++c.compactions;
       c.noop_seq = 0;
     }
-  } else if (e.type == kCompactionCut) {
-    auto cuts = p.find("cuts");
-    if (cuts == p.end() || !cuts->is_array()) return;
-    for (const json& cut : *cuts) {
-      auto seq = cut.is_object() ? cut.find("seq") : cut.end();
-      auto max = cut.is_object() ? cut.find("max_tokens") : cut.end();
-      if (!cut.is_object() || seq == cut.end() || max == cut.end() || !seq->is_number_integer() ||
-          !max->is_number_integer())
-        continue;
-      if (seq->get<int64_t>() <= 0 || max->get<int64_t>() <= 0) continue;
-      auto [it, added] = c.cuts.emplace(seq->get<int64_t>(), max->get<int64_t>());
-      if (!added) it->second = std::min(it->second, max->get<int64_t>());
+  } else if (is<CompactionCut>(e)) {
+    const CompactionCut p = payload_of<CompactionCut>(e);
+    for (const CompactionCut::Cut& cut : p.cuts) {
+      auto [it, added] = c.cuts.emplace(cut.seq, cut.max_tokens);
+      if (!added) it->second = std::min(it->second, cut.max_tokens);
     }
     ++c.compactions;
     c.noop_seq = 0;
-  } else if (e.type == ev::kCompactionInstalled) {
-    std::string outcome = p.value("outcome", "compacted");
-    if (outcome == "compacted") {
-      c.summary = p.value("summary", "");
-      c.summarized_through = p.value("summarized_through", int64_t{0});
+  } else if (is<CompactionInstalled>(e)) {
+    auto p = payload_of<CompactionInstalled>(e);
+    if (p.outcome == CompactionOutcome::kCompacted) {
+      c.summary = p.summary;
+      c.summarized_through = p.scope.summarized_through;
       c.installed_seq = e.seq;
-      c.elided_through = std::max(c.elided_through, p.value("elided_through", int64_t{0}));
+      c.elided_through = std::max(c.elided_through, p.scope.elided_through);
       ++c.compactions;
       c.noop_seq = 0;
-    } else if (outcome == "noop") {
+    } else if (p.outcome == CompactionOutcome::kNoop) {
       c.noop_seq = e.seq;
-      c.noop_tokens = p.value("tokens_before", int64_t{0});
+      c.noop_tokens = p.scope.tokens_before;
     }
     c.pending_request_seq = 0;
     c.open_proposal_seq = 0;
-    c.open_proposal = json();
+    c.open_proposal = CompactionProposed{};
     c.open_response_seq = 0;
-    c.open_response = json();
+    c.open_response = ModelResponse{};
   }
 }
 

@@ -9,17 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/event.h"
+#include "core/events.h"
 
 namespace marathon::context {
-
-// Stage-1 event (not in core's list: fold ignores it; the context module reads it).
-inline constexpr const char* kCompactionElided = "compaction.elided";
-// A message too large for the window on its own, cut to a head and a tail (not in core's list
-// either): {cuts: [{seq, max_tokens, bytes}], ...}; see compaction.h.
-inline constexpr const char* kCompactionCut = "compaction.cut";
-// `purpose` of a model.response that is a summariser call, not a conversation turn.
-inline constexpr const char* kPurposeCompaction = "compaction";
 
 struct CompactionLog {
   std::string summary;              // installed summary text ("" if none)
@@ -37,10 +29,10 @@ struct CompactionLog {
 
   // A compaction.proposed with no compaction.installed after it (crash between the two).
   int64_t open_proposal_seq = 0;
-  json open_proposal;
+  events::CompactionProposed open_proposal;
   // A summariser model.response with no compaction.proposed/installed after it.
   int64_t open_response_seq = 0;
-  json open_response;
+  events::ModelResponse open_response;
 };
 
 // Folds one event into `log` (events in seq order); read_compaction_log is this over the whole log.

@@ -49,15 +49,15 @@ std::string render_goal_block(const State& s) {
   std::string out = kGoalBlockHeading;
   out += "\nObjective: " + (g.objective.empty() ? std::string("(none set)") : g.objective);
   out += "\nMetric: " + (g.metric.empty() ? std::string("score") : g.metric) + " (" +
-         (g.direction == "min" ? "lower is better" : "higher is better") + ")";
+         (g.direction == Direction::kMin ? "lower is better" : "higher is better") + ")";
   if (g.target) out += ", target " + fmt_number(*g.target);
   out += "\nBaseline: " + (s.baseline_score ? fmt_number(*s.baseline_score) : "not measured yet");
   if (s.best_score) {
     out += "\nBest so far: " + fmt_number(*s.best_score);
     if (!s.best_candidate.empty()) out += " (candidate " + short_hash(s.best_candidate) + ")";
     if (g.target) {
-      bool reached = g.direction == "min" ? *s.best_score <= *g.target : *s.best_score >= *g.target;
-      out += reached ? ", target reached" : ", target not reached";
+      out += target_met(g.direction, s.best_score, g.target) ? ", target reached"
+                                                             : ", target not reached";
     }
   } else {
     out += "\nBest so far: no correct result yet";
@@ -65,7 +65,7 @@ std::string render_goal_block(const State& s) {
   out += "\n" + budget_line(s);
   out += fmt::format("\nEvaluations: {} ({} since the last improvement)", s.evaluations,
                      s.evals_since_improvement);
-  out += "\nGoal status: " + g.status;
+  out += "\nGoal status: " + to_string(g.status);
   if (!g.progress.empty()) out += " (" + g.progress + ")";
   if (g.turns_without_progress > 0) {
     out += fmt::format("; {} turns without progress", g.turns_without_progress);

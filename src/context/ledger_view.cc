@@ -50,7 +50,7 @@ std::string figure_text(const json& v) {
   return cut(v.dump(), 40);
 }
 
-bool is_attempt(const LedgerEntry& e) { return e.kind == "attempt"; }
+bool is_attempt(const LedgerEntry& e) { return e.kind == LedgerKind::kAttempt; }
 bool is_good_attempt(const LedgerEntry& e) {
   return is_attempt(e) && e.correct.value_or(false) && e.score.has_value() && e.failure.empty();
 }
@@ -73,7 +73,7 @@ std::string render_ledger_line(const LedgerEntry& e, size_t max_chars) {
     if (!e.failure.empty()) line += " failed: " + one_line(e.failure);
     if (!e.text.empty()) line += " | " + one_line(e.text);
   } else {
-    line += e.kind + ": " + one_line(e.text);
+    line += to_string(e.kind) + ": " + one_line(e.text);
   }
   return cut(std::move(line), max_chars);
 }
@@ -93,11 +93,11 @@ void LedgerView::add(const std::vector<LedgerEntry>& ledger, size_t i) {
   lines_.emplace_back();
   costs_.push_back(0);
   if (!is_attempt(e)) {
-    if (!seen_notes_.insert(e.kind + "\n" + lower(one_line(e.text))).second) {
+    if (!seen_notes_.insert(to_string(e.kind) + "\n" + lower(one_line(e.text))).second) {
       ++duplicates_;
       return;
     }
-    (e.kind == "dead_end" ? dead_ends_ : notes_).push_back(i);
+    (e.kind == LedgerKind::kDeadEnd ? dead_ends_ : notes_).push_back(i);
     return;
   }
   if (!e.candidate.empty()) {
@@ -106,15 +106,14 @@ void LedgerView::add(const std::vector<LedgerEntry>& ledger, size_t i) {
       const size_t old = it->second;
       attempts_.erase(old);
       if (is_good_attempt(ledger[old])) {
-        best_.erase(
-            {o_.direction == "min" ? *ledger[old].score : -*ledger[old].score, ledger[old].seq});
+        best_.erase({better_first_key(o_.direction, *ledger[old].score), ledger[old].seq});
       }
       it->second = i;
       ++duplicates_;
     }
   }
   attempts_.insert(i);
-  if (is_good_attempt(e)) best_[{o_.direction == "min" ? *e.score : -*e.score, e.seq}] = i;
+  if (is_good_attempt(e)) best_[{better_first_key(o_.direction, *e.score), e.seq}] = i;
 }
 
 const std::string& LedgerView::line(const std::vector<LedgerEntry>& ledger, size_t i) {

@@ -24,7 +24,7 @@ struct LedgerViewOptions {
   int recent_m = 8;
   int64_t max_tokens = 4000;    // hard cap on the whole view (estimated tokens)
   size_t max_line_chars = 240;  // each entry is cut to this many characters
-  std::string direction = "max";
+  Direction direction = Direction::kMax;
 };
 
 std::string render_ledger_view(const std::vector<LedgerEntry>& ledger, const LedgerViewOptions& o);

@@ -180,23 +180,32 @@ void PromptCache::reset() {
 }
 
 void PromptCache::update(const std::vector<Event>& events) {
-  const bool extends =
-      seen_ <= events.size() &&
-      (seen_ == 0 || (events[seen_ - 1].seq == last_seq_ && events[seen_ - 1].id == last_id_));
-  if (!extends) reset();
-  if (seen_ == events.size()) return;
-  const size_t from = seen_;
+  // The events after the last one this cache read: found by seq, since the caller may have dropped
+  // a prefix it no longer needs (drop_summarized_events).
+  size_t from = 0;
+  if (seen_ > 0) {
+    const size_t last = first_index_after(events, last_seq_ - 1);
+    const bool extends =
+        last < events.size() && events[last].seq == last_seq_ && events[last].id == last_id_;
+    if (extends) {
+      from = last + 1;
+    } else {
+      reset();
+    }
+  }
+  if (from == events.size()) return;
+  const bool fresh = seen_ == 0;
   const CutMap cuts_before = log_.cuts;  // almost always empty
   for (size_t i = from; i < events.size(); ++i) {
     apply_compaction_event(log_, events[i]);
     fit_.add(events[i]);
   }
-  seen_ = events.size();
+  seen_ += events.size() - from;
   last_seq_ = events.back().seq;
   last_id_ = events.back().id;
 
   const int64_t cut = log_.summarized_through;
-  if (from == 0 || cut < base_) {
+  if (fresh || cut < base_) {
     rebuild(events, cut);
     return;
   }
@@ -335,5 +344,12 @@ json PromptCache::unit_messages(size_t first, int64_t elided_through) {
 }
 
 void PromptCache::give_back(json messages) { spare_ = std::move(messages); }
+
+void drop_summarized_events(const PromptCache& cache, std::vector<Event>& events) {
+  size_t keep_from = first_index_after(events, cache.compaction_log().summarized_through);
+  keep_from = std::min(keep_from, events.empty() ? 0 : events.size() - 1);
+  if (keep_from == 0) return;
+  events.erase(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(keep_from));
+}
 
 }  // namespace marathon::context

@@ -5,7 +5,8 @@
 //   - the units after the installed summary point (transcript.h), each message prepared once: its
 //     token estimate, the per-output cap and any logged cut (compaction.cut) applied, its JSON text
 //     as sent, and its elided form. A cut logged after a unit was prepared prepares it again.
-// A cache holds one log: update() reads only the events after those it saw last time, and starts
+// A cache holds one log: update() reads only the events after those it saw last time (found by
+// seq, so the list it is given may lack a prefix it has read: drop_summarized_events), and starts
 // over when the log it is given does not extend that one. Everything it returns is what a fresh
 // cache built from the same log returns (tests/context/incremental_prompt_test.cc checks it).
 #pragma once
@@ -130,7 +131,7 @@ class PromptCache {
   json tools_;
   int64_t tools_tokens_ = 0;
 
-  size_t seen_ = 0;  // events read so far
+  size_t seen_ = 0;  // events read so far (0: none since the last reset)
   int64_t last_seq_ = 0;
   std::string last_id_;
   CompactionLog log_;
@@ -158,5 +159,13 @@ class PromptCache {
   Lent lent_;
   json spare_;  // given back; null when none
 };
+
+// Drops from `events` (the list `cache` was last brought up to) the events at or before the
+// installed summary point, always keeping the newest: nothing the cache, compaction or prompt
+// assembly reads next lies there (they read the units after that point, which the cache holds, and
+// the events after it), so a caller that keeps its events in memory keeps only these and its memory
+// does not grow with the log. Given the shortened list, the cache gives what it gives for the whole
+// log (tests/context/incremental_prompt_test.cc); a fresh cache needs the whole log.
+void drop_summarized_events(const PromptCache& cache, std::vector<Event>& events);
 
 }  // namespace marathon::context

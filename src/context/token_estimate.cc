@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/events.h"
+
 namespace marathon::context {
 namespace {
 
@@ -18,12 +20,6 @@ CharClass classify(unsigned char c) {
 
 constexpr int64_t kMessageOverhead = 4;  // role and delimiters
 constexpr int64_t kToolCallOverhead = 8;
-
-// A model.response whose usage the runtime estimated (the provider's was missing or rejected).
-bool usage_is_estimate(const json& payload) {
-  auto it = payload.find("usage_estimated");
-  return it != payload.end() && it->is_boolean() && it->get<bool>();
-}
 
 }  // namespace
 
@@ -111,6 +107,19 @@ int64_t estimate_request_tokens(const json& messages, const json& tools) {
   return tokens;
 }
 
+namespace {
+
+// The prompt tokens the provider reported for a conversation turn (0 for a summariser call: its
+// prompt is not one we estimated).
+// The prompt tokens a provider reported for a conversation turn; 0 for a summariser call (not a
+// prompt we estimated) and for usage that is our own estimate (it says nothing of the ratio).
+int64_t reported_prompt_tokens(const Event& e) {
+  auto p = payload_of<events::ModelResponse>(e);
+  return p.purpose.empty() && !p.usage_estimated ? p.usage.prompt_tokens : 0;
+}
+
+}  // namespace
+
 double fit_token_ratio(const std::vector<Event>& events, int max_pairs) {
   double sum_estimated = 0;
   double sum_reported = 0;
@@ -120,23 +129,10 @@ double fit_token_ratio(const std::vector<Event>& events, int max_pairs) {
   int64_t reported = 0;
   for (auto it = events.rbegin(); it != events.rend() && pairs < max_pairs; ++it) {
     const Event& e = *it;
-    if (e.type == ev::kModelResponse) {
-      reported = 0;
-      const json& p = e.payload;
-      if (p.contains("usage") && p["usage"].is_object()) {
-        const json& u = p["usage"];
-        if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number()) {
-          reported = u["prompt_tokens"].get<int64_t>();
-        }
-      }
-      if (p.contains("purpose")) reported = 0;  // summariser calls are not prompts we estimated
-      if (usage_is_estimate(p)) reported = 0;   // our own estimate says nothing of the ratio
-    } else if (e.type == ev::kModelRequest) {
-      pending_estimate = 0;
-      const json& p = e.payload;
-      if (p.contains("tokens_estimate") && p["tokens_estimate"].is_number()) {
-        pending_estimate = p["tokens_estimate"].get<int64_t>();
-      }
+    if (is<events::ModelResponse>(e)) {
+      reported = reported_prompt_tokens(e);
+    } else if (is<events::ModelRequest>(e)) {
+      pending_estimate = payload_of<events::ModelRequest>(e).tokens_estimate;
       if (reported > 0 && pending_estimate > 0) {
         sum_estimated += static_cast<double>(pending_estimate);
         sum_reported += static_cast<double>(reported);
@@ -151,26 +147,13 @@ double fit_token_ratio(const std::vector<Event>& events, int max_pairs) {
 
 void TokenRatioFit::add(const Event& e) {
   // fit_token_ratio walks backwards and pairs each request with the first response after it.
-  if (e.type == ev::kModelRequest) {
-    pending_estimate_ = 0;
-    const json& p = e.payload;
-    if (p.contains("tokens_estimate") && p["tokens_estimate"].is_number()) {
-      pending_estimate_ = p["tokens_estimate"].get<int64_t>();
-    }
+  if (is<events::ModelRequest>(e)) {
+    pending_estimate_ = payload_of<events::ModelRequest>(e).tokens_estimate;
     awaiting_response_ = true;
-  } else if (e.type == ev::kModelResponse) {
+  } else if (is<events::ModelResponse>(e)) {
     if (!awaiting_response_) return;
     awaiting_response_ = false;
-    int64_t reported = 0;
-    const json& p = e.payload;
-    if (p.contains("usage") && p["usage"].is_object()) {
-      const json& u = p["usage"];
-      if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number()) {
-        reported = u["prompt_tokens"].get<int64_t>();
-      }
-    }
-    if (p.contains("purpose")) reported = 0;
-    if (usage_is_estimate(p)) reported = 0;
+    int64_t reported = reported_prompt_tokens(e);
     if (reported > 0 && pending_estimate_ > 0) {
       pairs_.push_back({pending_estimate_, reported});
       if (static_cast<int>(pairs_.size()) > max_pairs_) pairs_.pop_front();

@@ -27,16 +27,17 @@ json canonical_tool_call(const json& call) {
 
 std::string call_id_of(const json& canonical_call) { return str_or_empty(canonical_call, "id"); }
 
-bool is_conversation_response(const Event& e) {
-  if (e.type != ev::kModelResponse) return false;
-  const json& p = e.payload;
-  if (p.contains("purpose")) return false;  // e.g. a compaction summary
-  if (p.contains("error") && !p.at("error").is_null()) return false;
-  if (!p.contains("message") || !p.at("message").is_object()) return false;
-  const json& m = p.at("message");
+// The assistant message of a conversation turn (not a summariser call, not a failed call), or null.
+const json* conversation_message(const Event& e, events::ModelResponse* p) {
+  if (!is<events::ModelResponse>(e)) return nullptr;
+  *p = payload_of<events::ModelResponse>(e);
+  if (!p->purpose.empty()) return nullptr;  // e.g. a compaction summary
+  if (p->error) return nullptr;
+  if (!p->message.is_object()) return nullptr;
+  const json& m = p->message;
   bool has_calls =
       m.contains("tool_calls") && m.at("tool_calls").is_array() && !m.at("tool_calls").empty();
-  return has_calls || !str_or_empty(m, "content").empty();
+  return has_calls || !str_or_empty(m, "content").empty() ? &m : nullptr;
 }
 
 void finish(Unit& u) {
@@ -60,18 +61,18 @@ size_t first_index_after(const std::vector<Event>& events, int64_t after_seq) {
 }
 
 void UnitBuilder::add(const Event& e, std::vector<Unit>& out) {
-  if (is_conversation_response(e)) {
-    assistant(e, out);
-  } else if (e.type == ev::kToolFinished) {
-    tool_result(e);
-  } else if (e.type == kUserMessage) {
-    user(e, out);
+  events::ModelResponse response;
+  if (const json* m = conversation_message(e, &response)) {
+    assistant(e.seq, *m, out);
+  } else if (is<events::ToolFinished>(e)) {
+    tool_result(e.seq, payload_of<events::ToolFinished>(e));
+  } else if (is<events::UserMessage>(e)) {
+    user(e.seq, payload_of<events::UserMessage>(e), out);
   }
 }
 
-void UnitBuilder::assistant(const Event& e, std::vector<Unit>& out) {
+void UnitBuilder::assistant(int64_t seq, const json& m, std::vector<Unit>& out) {
   close(out);
-  const json& m = e.payload.at("message");
   json msg{{"role", "assistant"}, {"content", str_or_empty(m, "content")}};
   // Extended thinking: the blocks go back with the tool calls they led to (the provider checks
   // their signatures; providers without thinking drop them).
@@ -87,31 +88,30 @@ void UnitBuilder::assistant(const Event& e, std::vector<Unit>& out) {
     msg["tool_calls"] = std::move(calls);
   }
   open_ = true;
-  unit_.first_seq = unit_.last_seq = e.seq;
-  unit_.messages.push_back({e.seq, std::move(msg), false, ""});
+  unit_.first_seq = unit_.last_seq = seq;
+  unit_.messages.push_back({seq, std::move(msg), false, ""});
 }
 
-void UnitBuilder::tool_result(const Event& e) {
+void UnitBuilder::tool_result(int64_t seq, events::ToolFinished p) {
   if (!open_) return;
-  const std::string& id = str_or_empty(e.payload, "call_id");
+  const std::string& id = p.call_id;
   if (std::find(call_order_.begin(), call_order_.end(), id) == call_order_.end()) return;
   if (results_.count(id)) return;  // a second result for one call: keep the first
-  std::string content = str_or_empty(e.payload, "output");
-  if (e.payload.value("interrupted", false) && content.empty()) {
+  std::string content = std::move(p.output);
+  if (p.interrupted && content.empty()) {
     content = "[interrupted: the run stopped while this call was in flight]";
   }
   json msg{{"role", "tool"}, {"tool_call_id", id}, {"content", std::move(content)}};
-  results_[id] =
-      TranscriptMessage{e.seq, std::move(msg), true, str_or_empty(e.payload, "output_sha")};
-  unit_.last_seq = std::max(unit_.last_seq, e.seq);
+  results_[id] = TranscriptMessage{seq, std::move(msg), true, p.output_sha};
+  unit_.last_seq = std::max(unit_.last_seq, seq);
 }
 
-void UnitBuilder::user(const Event& e, std::vector<Unit>& out) {
+void UnitBuilder::user(int64_t seq, const events::UserMessage& p, std::vector<Unit>& out) {
   close(out);
-  json msg{{"role", "user"}, {"content", str_or_empty(e.payload, "content")}};
+  json msg{{"role", "user"}, {"content", p.content}};
   Unit u;
-  u.first_seq = u.last_seq = e.seq;
-  u.messages.push_back({e.seq, std::move(msg), false, ""});
+  u.first_seq = u.last_seq = seq;
+  u.messages.push_back({seq, std::move(msg), false, ""});
   finish(u);
   out.push_back(std::move(u));
 }
@@ -166,8 +166,9 @@ std::vector<Unit> build_units(const std::vector<Event>& events, int64_t after_se
 
 std::string assistant_text_for_call(const std::vector<Event>& events, const std::string& call_id) {
   for (auto it = events.rbegin(); it != events.rend(); ++it) {
-    if (it->type != ev::kModelResponse) continue;
-    const json& m = it->payload.value("message", json::object());
+    if (!is<events::ModelResponse>(*it)) continue;
+    const json m = payload_of<events::ModelResponse>(*it).message;
+    if (!m.is_object()) continue;
     if (!m.contains("tool_calls") || !m.at("tool_calls").is_array()) continue;
     for (const json& c : m.at("tool_calls")) {
       if (call_id_of(canonical_tool_call(c)) == call_id) return str_or_empty(m, "content");

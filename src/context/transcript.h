@@ -13,12 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "core/event.h"
+#include "core/events.h"
 
 namespace marathon::context {
-
-// Event type the loop logs for a user-role turn it starts (see docs/context.md).
-inline constexpr const char* kUserMessage = "user.message";
 
 struct TranscriptMessage {
   int64_t seq = 0;             // the event the message comes from
@@ -52,9 +49,9 @@ class UnitBuilder {
   void reset();
 
  private:
-  void assistant(const Event& e, std::vector<Unit>& out);
-  void tool_result(const Event& e);
-  void user(const Event& e, std::vector<Unit>& out);
+  void assistant(int64_t seq, const json& message, std::vector<Unit>& out);
+  void tool_result(int64_t seq, events::ToolFinished p);
+  void user(int64_t seq, const events::UserMessage& p, std::vector<Unit>& out);
   static void close_into(Unit unit, const std::vector<std::string>& call_order,
                          std::map<std::string, TranscriptMessage> results, std::vector<Unit>& out);
 

@@ -33,10 +33,7 @@ CompactResult compact_run(const std::filesystem::path& run_dir, bool now) {
     return r;
   }
   if (s.pending_compaction_request == 0) {
-    NewEvent request;
-    request.type = ev::kCompactionRequested;
-    request.payload = {{"trigger", "manual"}};
-    Event e = store->append(request);
+    Event e = store->append(make_event(events::CompactionRequested{"manual"}));
     apply(s, e);
     events.push_back(e);
   }

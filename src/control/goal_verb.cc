@@ -62,7 +62,8 @@ VerbResult change_goal(const std::filesystem::path& run_dir, GoalVerb verb,
     return r;
   }
   const std::string name = to_string(verb);
-  json p = {{"verb", name}};
+  events::GoalChanged p;
+  p.verb = marathon::goal_verb_from_string(name);  // core's verb of the same name
   if (verb == GoalVerb::kSet || verb == GoalVerb::kEdit) {
     if (text.empty()) {
       r.status = VerbStatus::kBadInput;
@@ -70,18 +71,14 @@ VerbResult change_goal(const std::filesystem::path& run_dir, GoalVerb verb,
                               name, name);
       return r;
     }
-    p["objective"] = text;
-    p["status"] = verb == GoalVerb::kSet ? "active" : r.state.goal.status;
-    if (verb == GoalVerb::kSet) p["progress"] = "";
-  } else if (verb == GoalVerb::kPause) {
-    p["status"] = "paused";
-  } else if (verb == GoalVerb::kResume) {
-    p["status"] = "active";
-  } else if (verb == GoalVerb::kClear) {
-    p["status"] = "cleared";
+    p.objective = text;
+    p.status = verb == GoalVerb::kSet ? GoalStatus::kActive : r.state.goal.status;
+    if (verb == GoalVerb::kSet) p.progress = "";
+  } else {
+    p.status = status_after(p.verb);
+    if (!text.empty()) p.progress = text;
   }
-  if (!text.empty() && verb != GoalVerb::kSet && verb != GoalVerb::kEdit) p["progress"] = text;
-  Event e = store->append({ev::kGoalChanged, p});
+  Event e = store->append(make_event(p));
   r.seq = e.seq;
   r.state = fold(store->read());
   return r;

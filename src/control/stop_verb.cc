@@ -26,7 +26,7 @@ VerbResult stop_run(const std::filesystem::path& run_dir, const std::string& rea
     return r;
   }
   if (r.state.paused) return r;  // already stopped: nothing to ask
-  Event e = store->append({ev::kRunStopRequested, {{"reason", reason}}});
+  Event e = store->append(make_event(events::RunStopRequested{reason}));
   apply(r.state, e);
   r.seq = e.seq;
   return r;

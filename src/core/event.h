@@ -43,34 +43,6 @@ Durability durability_from_string(const std::string& s);  // throws std::invalid
 json to_json(const Event& e);
 Event event_from_json(const json& j);  // throws std::invalid_argument naming the missing field
 
-// Event type names. Never reuse or rename one: old logs must keep folding.
-namespace ev {
-inline constexpr const char* kRunCreated = "run.created";
-inline constexpr const char* kModelRequest = "model.request";
-inline constexpr const char* kModelResponse = "model.response";
-// A reply whose usage was missing or not believable: what was wrong and the estimate used instead
-// (logged just before its model.response; fold reads nothing from it).
-inline constexpr const char* kLlmUsageRejected = "llm.usage_rejected";
-inline constexpr const char* kToolStarted = "tool.started";
-inline constexpr const char* kToolFinished = "tool.finished";
-inline constexpr const char* kWorkspaceWritten = "workspace.written";
-inline constexpr const char* kEvalFinished = "eval.finished";
-inline constexpr const char* kLedgerNoted = "ledger.noted";
-inline constexpr const char* kCompactionProposed = "compaction.proposed";
-inline constexpr const char* kCompactionInstalled = "compaction.installed";
-inline constexpr const char* kCompactionRequested = "compaction.requested";
-inline constexpr const char* kGoalChanged = "goal.changed";
-inline constexpr const char* kBudgetWarned = "budget.warned";
-inline constexpr const char* kRunPaused = "run.paused";
-inline constexpr const char* kRunResumed = "run.resumed";
-// A client asked the runner to stop (`marathon stop`, the control protocol's run/stop): it pauses
-// at its next step with run.paused{stopped}. Void from the next run.resumed on (fold ignores it).
-inline constexpr const char* kRunStopRequested = "run.stop_requested";
-inline constexpr const char* kRunFinished = "run.finished";
-inline constexpr const char* kRunForked = "run.forked";  // first event of a fork after the prefix
-// A runner session started with --unsafe-no-sandbox: the model's commands and candidates' code ran
-// without the sandbox from here (docs/security.md).
-inline constexpr const char* kSandboxDisabled = "sandbox.disabled";
-}  // namespace ev
+// The event types and their payloads: core/events.h.
 
 }  // namespace marathon

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "core/checksum.h"
+#include "core/events.h"
 #include "core/json_reader.h"
 #include "core/sqlite_stmt.h"
 
@@ -136,10 +137,9 @@ void EventStore::insert_locked(Event& e, void* insert_stmt) {
       .bind(10, event_checksum(e, payload));
   ins.step();
   // meta.run_id mirrors the run's identity (run.created, or run.forked for a fork).
-  if ((e.type == ev::kRunCreated || e.type == ev::kRunForked) && e.payload.is_object() &&
-      e.payload.contains("run_id") && e.payload["run_id"].is_string()) {
+  if (std::optional<std::string> run_id = events::run_id_of(e)) {
     Stmt m(db_, path_, "INSERT OR REPLACE INTO meta(key, value) VALUES ('run_id', ?)");
-    m.bind(1, e.payload["run_id"].get<std::string>()).step();
+    m.bind(1, *run_id).step();
   }
 }
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/event_store.h"
+#include "core/events.h"
 #include "core/run_dir.h"
 #include "core/workspace_snapshot.h"
 
@@ -78,13 +79,12 @@ ForkResult fork_run(const fs::path& from_dir, int64_t at_seq, const fs::path& to
     r.blobs = copy_prefix(*from, *to, at_seq);
     r.from_run_id = from->meta("run_id").value_or("");
     r.run_id = new_run_id();
-    NewEvent forked;
-    forked.type = ev::kRunForked;
-    forked.payload = {{"run_id", r.run_id},
-                      {"from_run_id", r.from_run_id},
-                      {"from_dir", from_dir.string()},
-                      {"at_seq", at_seq}};
-    to->append(forked);
+    events::RunForked forked;
+    forked.run_id = r.run_id;
+    forked.from_run_id = r.from_run_id;
+    forked.from_dir = from_dir.string();
+    forked.at_seq = at_seq;
+    to->append(make_event(forked));
     WorkspaceFiles files = workspace_at(*from, at_seq);
     materialize_workspace(*to, files, dst.workspace());
     r.files = files.size();

@@ -3,17 +3,9 @@
 #include <stdexcept>
 
 #include "core/checkpoint.h"
+#include "core/events.h"
 
 namespace marathon {
-
-namespace {
-// Bulky payload fields fold() never reads (docs/event-log.md): their text is skipped, not parsed.
-const EventStore::Projection kFoldProjection = {
-    {ev::kModelResponse, {"$.message"}},
-    {ev::kToolFinished, {"$.output"}},
-    {ev::kToolStarted, {"$.arguments"}},
-};
-}  // namespace
 
 State load_state(const EventStore& store, int64_t to_seq, const LoadOptions& options,
                  LoadStats* stats) {
@@ -28,7 +20,7 @@ State load_state(const EventStore& store, int64_t to_seq, const LoadOptions& opt
     }
   }
   try {
-    store.for_each(s.last_seq + 1, kFoldProjection, [&](const Event& e) {
+    store.for_each(s.last_seq + 1, events::fold_skipped_fields(), [&](const Event& e) {
       if (e.seq > to_seq) return false;
       apply(s, e);
       ++st.events_folded;
@@ -39,7 +31,8 @@ State load_state(const EventStore& store, int64_t to_seq, const LoadOptions& opt
     // from a checkpoint too: the result never depends on what a writer stored there).
     for (auto& [id, call] : s.in_flight) {
       auto started = store.read(call.started_seq, call.started_seq);
-      if (started.size() == 1) call.arguments = started[0].payload.value("arguments", json());
+      if (started.size() == 1)
+        call.arguments = payload_of<events::ToolStarted>(started[0]).arguments;
     }
   } catch (const std::invalid_argument& e) {
     throw StoreError("event log " + store.path() + ": cannot fold: " + e.what());

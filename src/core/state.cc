@@ -14,11 +14,34 @@ json limit_or_null(double v) { return v > 0 ? json(v) : json(nullptr); }
 
 }  // namespace
 
+json to_json(const EvalCacheEntry& e) {
+  return json{{"candidate", e.candidate},
+              {"status", to_string(e.status)},
+              {"result", e.result},
+              {"seq", e.seq}};
+}
+
+std::optional<EvalCacheEntry> read_eval_cache_entry(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  try {
+    EvalCacheEntry e;
+    e.candidate = j.value("candidate", "");
+    e.status = eval_status_from_string(j.value("status", ""));
+    auto r = j.find("result");
+    if (r == j.end() || !r->is_object()) return std::nullopt;
+    e.result = *r;
+    e.seq = j.value("seq", int64_t{0});
+    return e;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 json to_json(const State& s) {
   json ledger = json::array();
   for (const LedgerEntry& l : s.ledger) {
-    json j{{"seq", l.seq}, {"kind", l.kind}, {"text", l.text}};
-    if (l.kind == "attempt") {
+    json j{{"seq", l.seq}, {"kind", to_string(l.kind)}, {"text", l.text}};
+    if (l.kind == LedgerKind::kAttempt) {
       j["candidate"] = l.candidate;
       j["correct"] = opt(l.correct);
       j["score"] = opt(l.score);
@@ -60,9 +83,9 @@ json to_json(const State& s) {
       {"goal",
        {{"objective", s.goal.objective},
         {"metric", s.goal.metric},
-        {"direction", s.goal.direction},
+        {"direction", to_string(s.goal.direction)},
         {"target", opt(s.goal.target)},
-        {"status", s.goal.status},
+        {"status", to_string(s.goal.status)},
         {"progress", s.goal.progress},
         {"turns_without_progress", s.goal.turns_without_progress}}},
       {"budget",

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/event.h"
+#include "core/events.h"
 
 namespace marathon {
 
@@ -48,19 +48,19 @@ void add_cache_tokens(BudgetUsed& used, double cache_read_tokens, double cache_w
 
 struct GoalState {
   std::string objective;
-  std::string metric;             // e.g. "speedup"
-  std::string direction = "max";  // "max" or "min"
+  std::string metric;  // e.g. "speedup"
+  Direction direction = Direction::kMax;
   std::optional<double> target;
-  std::string status = "active";  // active | paused | cleared | done
-  std::string progress;           // free text, set by goal verbs
+  GoalStatus status = GoalStatus::kActive;
+  std::string progress;  // free text, set by goal verbs
   int turns_without_progress = 0;
 
   bool operator==(const GoalState&) const = default;
 };
 
 struct LedgerEntry {
-  int64_t seq = 0;        // the event that recorded it
-  std::string kind;       // attempt | strategy | finding | dead_end
+  int64_t seq = 0;  // the event that recorded it
+  LedgerKind kind = LedgerKind::kAttempt;
   std::string text;       // the strategy in the model's words, or the note
   std::string candidate;  // candidate hash (attempts)
   std::optional<bool> correct;
@@ -97,6 +97,18 @@ struct Summary {  // the installed compaction summary
 
   bool operator==(const Summary&) const = default;
 };
+
+// One entry of State::eval_cache, stored as JSON {candidate, status, result, seq} (checkpoints keep
+// it in that form): what an eval.finished with a cache_key recorded.
+struct EvalCacheEntry {
+  std::string candidate;
+  EvalStatus status = EvalStatus::kOk;
+  json result = json::object();
+  int64_t seq = 0;
+};
+json to_json(const EvalCacheEntry& e);
+// nullopt for an entry that is not of that form.
+std::optional<EvalCacheEntry> read_eval_cache_entry(const json& j);
 
 struct State {
   int64_t last_seq = 0;

@@ -11,7 +11,7 @@ namespace {
 #if defined(__GLIBCXX__) && defined(__x86_64__) && !defined(_GLIBCXX_DEBUG)
 // A field added to State (or to a struct inside it) must be added here and to state_from_json, and
 // kFoldVersion bumped: otherwise a checkpoint silently loses it. This trips when the size changes.
-static_assert(sizeof(State) == 992 && sizeof(GoalState) == 184 && sizeof(LedgerEntry) == 176 &&
+static_assert(sizeof(State) == 944 && sizeof(GoalState) == 136 && sizeof(LedgerEntry) == 152 &&
                   sizeof(InFlightTool) == 88 && sizeof(ToolCallRecord) == 88 &&
                   sizeof(Summary) == 48 && sizeof(BudgetUsed) == 72 && sizeof(BudgetLimits) == 40,
               "State changed: update state_json.cc and bump kFoldVersion in core/fold.h");
@@ -118,8 +118,9 @@ json state_to_json(const State& s) {
   const BudgetUsed& u = s.used;
   json ledger = json::array();
   for (const LedgerEntry& e : s.ledger) {
-    ledger.push_back({e.seq, e.kind, e.text, e.candidate, e.correct ? json(*e.correct) : json(),
-                      opt(e.score, "ledger score"), e.failure, checked(e.figures, "figures")});
+    ledger.push_back({e.seq, to_string(e.kind), e.text, e.candidate,
+                      e.correct ? json(*e.correct) : json(), opt(e.score, "ledger score"),
+                      e.failure, checked(e.figures, "figures")});
   }
   json in_flight = json::array();
   for (const auto& [id, f] : s.in_flight) {
@@ -142,8 +143,8 @@ json state_to_json(const State& s) {
       {"task", checked(s.task, "task")},
       {"config", checked(s.config, "config")},
       {"goal",
-       {g.objective, g.metric, g.direction, opt(g.target, "goal.target"), g.status, g.progress,
-        g.turns_without_progress}},
+       {g.objective, g.metric, to_string(g.direction), opt(g.target, "goal.target"),
+        to_string(g.status), g.progress, g.turns_without_progress}},
       {"limits",
        {l.max_tool_calls, finite(l.max_wall_s, "max_wall_s"), l.max_tokens,
         finite(l.max_cost_usd, "max_cost_usd"), finite(l.max_gpu_s, "max_gpu_s")}},
@@ -197,9 +198,13 @@ State state_from_json(json j) {
   In g = in.at("goal");
   s.goal.objective = g.item(0).str();
   s.goal.metric = g.item(1).str();
-  s.goal.direction = g.item(2).str();
+  try {
+    s.goal.direction = direction_from_string(g.item(2).str());
+    s.goal.status = goal_status_from_string(g.item(4).str());
+  } catch (const std::invalid_argument& e) {
+    g.fail(e.what());
+  }
   s.goal.target = g.item(3).opt_num();
-  s.goal.status = g.item(4).str();
   s.goal.progress = g.item(5).str();
   s.goal.turns_without_progress = static_cast<int>(g.item(6).i64());
 
@@ -236,7 +241,7 @@ State state_from_json(json j) {
     In e = ledger.item(i);
     LedgerEntry x;
     x.seq = e.item(0).i64();
-    x.kind = e.item(1).str();
+    x.kind = ledger_kind_from_string(e.item(1).str());
     x.text = e.item(2).str();
     x.candidate = e.item(3).str();
     x.correct = e.item(4).opt_bool();

@@ -4,28 +4,20 @@
 
 #include "core/confined_dir.h"
 #include "core/event_store.h"
+#include "core/events.h"
 
 namespace marathon {
 
 namespace fs = std::filesystem;
 
 void apply_workspace_event(WorkspaceFiles& files, const Event& e) {
-  if (e.type != ev::kWorkspaceWritten) return;
-  const json& p = e.payload;
-  if (!p.contains("path") || !p["path"].is_string()) {
-    throw std::invalid_argument("event seq " + std::to_string(e.seq) +
-                                " (workspace.written): field 'path' is missing or not a string");
+  if (!is<events::WorkspaceWritten>(e)) return;
+  auto p = payload_of<events::WorkspaceWritten>(e);
+  if (p.deleted) {
+    files.erase(p.path);
+  } else {
+    files[p.path] = p.sha;
   }
-  std::string path = p["path"].get<std::string>();
-  if (p.value("deleted", false)) {
-    files.erase(path);
-    return;
-  }
-  if (!p.contains("sha") || !p["sha"].is_string()) {
-    throw std::invalid_argument("event seq " + std::to_string(e.seq) +
-                                " (workspace.written): field 'sha' is missing or not a string");
-  }
-  files[path] = p["sha"].get<std::string>();
 }
 
 WorkspaceFiles workspace_at(const EventStore& store, int64_t at_seq) {

@@ -18,22 +18,6 @@ namespace marathon::eval {
 
 namespace fs = std::filesystem;
 
-std::string to_string(EvalStatus s) {
-  switch (s) {
-    case EvalStatus::kOk:
-      return "ok";
-    case EvalStatus::kInvalidOutput:
-      return "invalid_output";
-    case EvalStatus::kNonzeroExit:
-      return "nonzero_exit";
-    case EvalStatus::kTimeout:
-      return "timeout";
-    case EvalStatus::kCrash:
-      return "crash";
-  }
-  return "unknown";
-}
-
 std::string default_python() {
   auto env = [](const char* name) -> std::string {
     const char* v = std::getenv(name);
@@ -55,14 +39,10 @@ std::string default_python() {
 }
 
 json failed_result(EvalStatus status, const std::string& log) {
-  return {{"schema_version", kResultSchemaVersion},
-          {"correct", false},
-          {"score", nullptr},
-          {"metrics", json::object()},
-          {"details", json::array()},
-          {"violations", json::array()},
-          {"log", valid_utf8(log)},
-          {"error_kind", to_string(status)}};
+  EvalResult r;
+  r.log = valid_utf8(log);
+  r.error_kind = to_string(status);
+  return to_json(r);
 }
 
 namespace {
@@ -113,63 +93,8 @@ std::optional<json> parse_result(const std::string& stdout_bytes, std::string* e
   std::optional<json> found = find_object(stdout_text);
   if (!found) return fail("no JSON object on stdout; " + quote_start(stdout_text));
   json r = *found;
-  if (!r.contains("schema_version")) return fail("missing field \"schema_version\"");
-  if (!r["schema_version"].is_number_integer()) {
-    return fail("field \"schema_version\" must be an integer, got " + r["schema_version"].dump());
-  }
-  if (r["schema_version"].get<int64_t>() != kResultSchemaVersion) {
-    return fail(fmt::format("schema_version {} is not supported (this marathon reads {})",
-                            r["schema_version"].dump(), kResultSchemaVersion));
-  }
-  if (!r.contains("correct")) return fail("missing field \"correct\"");
-  if (!r["correct"].is_boolean()) {
-    return fail("field \"correct\" must be true or false, got " + r["correct"].dump());
-  }
-  if (!r.contains("score")) return fail("missing field \"score\" (use null when not measured)");
-  const json& score = r["score"];
-  if (!score.is_null() && !score.is_number()) {
-    return fail("field \"score\" must be a number or null, got " + score.dump());
-  }
-  // correct with a null score is a correctness-only result (e.g. a GPU task on a CPU machine):
-  // valid, but never an improvement (fold only ranks numeric scores).
-  auto typed = [&](const char* k, auto pred, const char* what, json dflt) -> std::string {
-    if (!r.contains(k)) {
-      r[k] = dflt;
-      return "";
-    }
-    if (!pred(r[k])) return fmt::format("field \"{}\" must be {}, got {}", k, what, r[k].dump());
-    return "";
-  };
-  std::string e;
-  if (!(e = typed(
-            "metrics", [](const json& v) { return v.is_object(); }, "an object", json::object()))
-           .empty()) {
-    return fail(e);
-  }
-  if (!(e = typed(
-            "details", [](const json& v) { return v.is_array() || v.is_object(); },
-            "an array or object", json::array()))
-           .empty()) {
-    return fail(e);
-  }
-  if (!(e = typed(
-            "violations",
-            [](const json& v) {
-              if (!v.is_array()) return false;
-              for (const auto& x : v) {
-                if (!x.is_string()) return false;
-              }
-              return true;
-            },
-            "an array of strings", json::array()))
-           .empty()) {
-    return fail(e);
-  }
-  if (!(e = typed(
-            "log", [](const json& v) { return v.is_string(); }, "a string", ""))
-           .empty()) {
-    return fail(e);
-  }
+  std::string why = validate_eval_output(r);
+  if (!why.empty()) return fail(why);
   return r;
 }
 

@@ -8,16 +8,18 @@
 #include <optional>
 #include <string>
 
-#include "core/event.h"
+#include "core/eval_result.h"
+#include "core/events.h"
 #include "goal/task_spec.h"
 #include "sandbox/launcher.h"
 
 namespace marathon::eval {
 
-inline constexpr int kResultSchemaVersion = 1;
+inline constexpr int kResultSchemaVersion = kEvalResultSchemaVersion;
 
-enum class EvalStatus { kOk, kInvalidOutput, kNonzeroExit, kTimeout, kCrash };
-std::string to_string(EvalStatus s);  // ok | invalid_output | nonzero_exit | timeout | crash
+// The outcome names live with the event types (core/events.h: eval.finished `status`).
+using marathon::EvalStatus;
+using marathon::to_string;
 
 struct EvalOutcome {
   EvalStatus status = EvalStatus::kOk;

@@ -138,12 +138,11 @@ std::string detect_device() {
   return device;
 }
 
-std::optional<json> cached_result(const State& state, const std::string& key) {
+std::optional<EvalCacheEntry> cached_result(const State& state, const std::string& key) {
   auto it = state.eval_cache.find(key);
   if (it == state.eval_cache.end()) return std::nullopt;
-  const json& entry = it->second;
-  if (!entry.is_object() || entry.value("status", "") != "ok") return std::nullopt;
-  if (!entry.contains("result") || !entry["result"].is_object()) return std::nullopt;
+  std::optional<EvalCacheEntry> entry = read_eval_cache_entry(it->second);
+  if (!entry || entry->status != EvalStatus::kOk) return std::nullopt;
   return entry;
 }
 

@@ -66,7 +66,6 @@ std::string device_from_nvidia_smi(const std::optional<std::string>& output);
 std::string detect_device();
 
 // Pure: the cached result for `key` in the log, if an `ok` evaluation with that key was recorded.
-// Returns the eval_cache entry: {candidate, status, result, seq}.
-std::optional<json> cached_result(const State& state, const std::string& key);
+std::optional<EvalCacheEntry> cached_result(const State& state, const std::string& key);
 
 }  // namespace marathon::eval

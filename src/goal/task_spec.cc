@@ -228,11 +228,13 @@ void read_goal(TableReader& top, TaskSpec& spec) {
   const toml::table* t = top.table("goal", true);
   TableReader r(top.file(), "goal", *t, line_of(t));
   spec.goal.metric = r.nonblank("metric");
-  spec.goal.direction = r.string("direction", true);
-  if (spec.goal.direction != "max" && spec.goal.direction != "min") {
+  std::string direction = r.string("direction", true);
+  std::optional<Direction> d = parse_direction(direction);
+  if (!d) {
     r.fail("direction", r.get("direction"),
-           "must be \"max\" or \"min\", got \"" + spec.goal.direction + "\"");
+           "must be \"max\" or \"min\", got \"" + direction + "\"");
   }
+  spec.goal.direction = *d;
   spec.goal.target = r.number("target", false);
   if (spec.goal.target) {
     if (auto why = target_problem(*spec.goal.target)) r.fail("target", r.get("target"), *why);
@@ -354,7 +356,7 @@ json to_json(const TaskSpec& s) {
   } else {
     evaluator["command"] = s.evaluator.argv;
   }
-  json goal = {{"metric", s.goal.metric}, {"direction", s.goal.direction}};
+  json goal = {{"metric", s.goal.metric}, {"direction", to_string(s.goal.direction)}};
   if (s.goal.target) goal["target"] = *s.goal.target;
   // Only when lifted: the default leaves the canonical form (and the result cache keys) as it was.
   if (!s.finish_needs_correct_evaluation) goal["finish_needs_correct_evaluation"] = false;

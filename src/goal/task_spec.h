@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/event.h"
+#include "core/events.h"
 
 namespace marathon {
 
@@ -35,7 +36,7 @@ struct EvaluatorSpec {
 
 struct GoalSpec {
   std::string metric;
-  std::string direction = "max";  // "max" | "min"
+  Direction direction = Direction::kMax;
   std::optional<double> target;
 };
 

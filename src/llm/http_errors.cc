@@ -8,28 +8,6 @@
 
 namespace marathon::llm {
 
-std::string to_string(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kContextLength:
-      return "context_length";
-    case ErrorKind::kAuth:
-      return "auth";
-    case ErrorKind::kNotFound:
-      return "not_found";
-    case ErrorKind::kMalformed:
-      return "malformed";
-    case ErrorKind::kTransport:
-      return "transport";
-    case ErrorKind::kRateLimitedExhausted:
-      return "rate_limited_exhausted";
-    case ErrorKind::kBadRequest:
-      return "bad_request";
-    case ErrorKind::kInterrupted:
-      return "interrupted";
-  }
-  return "unknown";
-}
-
 std::string error_body_message(const std::string& body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_object() && j.contains("error")) {

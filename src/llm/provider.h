@@ -13,22 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "core/event.h"
+#include "core/events.h"
 
 namespace marathon::llm {
 
-enum class ErrorKind {
-  kContextLength,         // the prompt does not fit the model's window (400 with such wording)
-  kAuth,                  // 401 / 403: missing, wrong or unprivileged key
-  kNotFound,              // 404: wrong base URL or unknown model
-  kMalformed,             // the body is not the JSON the format promises
-  kTransport,             // connection refused, timeout, 5xx after every retry
-  kRateLimitedExhausted,  // still 429 after every retry
-  kBadRequest,            // any other 4xx
-  kInterrupted,           // the caller asked to stop (SIGINT/SIGTERM) while the call was running
-};
-
-std::string to_string(ErrorKind kind);  // "context_length", "auth", ..., "interrupted"
+// Why a call failed: the kinds (and their names in the log) are core's (core/events.h), so the
+// loop and every reader of model.response agree on them.
+using ErrorKind = LlmErrorKind;
+using marathon::to_string;
 
 struct LlmError {
   ErrorKind kind = ErrorKind::kTransport;

@@ -4,7 +4,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "context/compaction_log.h"
+#include "core/eval_result.h"
+#include "core/events.h"
 
 namespace marathon {
 
@@ -29,48 +30,53 @@ std::string one_line(std::string text, size_t max) {
 }  // namespace
 
 std::string progress_line(const Event& e, const State& s, bool with_tool_calls) {
-  const json& p = e.payload;
+  using namespace events;
   std::string line;
-  if (e.type == ev::kToolFinished) {
+  if (is<ToolFinished>(e)) {
     if (!with_tool_calls) return "";
-    std::string tag = p.value("interrupted", false) ? "interrupted"
-                      : p.value("ok", false)        ? "ok"
-                                                    : "error";
+    auto p = payload_of<ToolFinished>(e);
+    std::string tag = p.interrupted ? "interrupted" : p.ok ? "ok" : "error";
     line = fmt::format("[{:>4}/{}] {:<10} {:<11} {}", s.used.tool_calls, s.limits.max_tool_calls,
-                       p.value("name", ""), tag, one_line(p.value("output", ""), 80));
-  } else if (e.type == ev::kEvalFinished) {
-    const json r = p.value("result", json::object());
-    std::string verdict = r.value("correct", false) ? "correct" : "NOT correct";
-    std::string score = r.contains("score") && r["score"].is_number()
-                            ? fmt::format("{:.4g}", r["score"].get<double>())
-                            : "-";
+                       p.name, tag, one_line(p.output, 80));
+  } else if (is<EvalFinished>(e)) {
+    auto p = payload_of<EvalFinished>(e);
+    EvalResult r = read_eval_result(p.result);
+    std::string verdict = r.correct ? "correct" : "NOT correct";
+    std::string score = r.score ? fmt::format("{:.4g}", *r.score) : "-";
     line = fmt::format("           eval #{} {} {}, {} {} [{}{}] | {}", s.evaluations,
-                       short_hash(p.value("candidate", "")), verdict, s.goal.metric, score,
-                       p.value("status", "ok"), p.value("cached", false) ? ", cached" : "",
-                       score_text(s));
-  } else if (e.type == ev::kBudgetWarned) {
-    line = fmt::format("           budget: {} at {:.6g} of {:.6g}", p.value("which", ""),
-                       p.value("used", 0.0), p.value("limit", 0.0));
-  } else if (e.type == ev::kGoalChanged) {
-    line = fmt::format("           goal {}: {} {}", p.value("verb", ""), p.value("status", ""),
-                       one_line(p.value("progress", ""), 80));
-  } else if (e.type == ev::kModelResponse && p.contains("error")) {
-    line = fmt::format("           model error: {}", one_line(p["error"].dump(), 100));
-  } else if (e.type == ev::kCompactionInstalled) {
-    line = fmt::format("           compaction: {} ({} -> {} tokens)", p.value("outcome", ""),
-                       p.value("tokens_before", 0), p.value("tokens_after", 0));
-  } else if (e.type == context::kCompactionCut) {
+                       short_hash(p.candidate), verdict, s.goal.metric, score, to_string(p.status),
+                       p.cached ? ", cached" : "", score_text(s));
+  } else if (is<BudgetWarned>(e)) {
+    auto p = payload_of<BudgetWarned>(e);
+    line = fmt::format("           budget: {} at {:.6g} of {:.6g}", p.which, p.used, p.limit);
+  } else if (is<GoalChanged>(e)) {
+    auto p = payload_of<GoalChanged>(e);
+    line = fmt::format("           goal {}: {} {}", to_string(p.verb),
+                       p.status ? to_string(*p.status) : "", one_line(p.progress.value_or(""), 80));
+  } else if (is<ModelResponse>(e)) {
+    auto p = payload_of<ModelResponse>(e);
+    if (p.error)
+      line = fmt::format("           model error: {}", one_line(json(*p.error).dump(), 100));
+  } else if (is<CompactionInstalled>(e)) {
+    auto p = payload_of<CompactionInstalled>(e);
+    line = fmt::format("           compaction: {} ({} -> {} tokens)", to_string(p.outcome),
+                       p.scope.tokens_before, p.tokens_after);
+  } else if (is<CompactionCut>(e)) {
+    auto p = payload_of<CompactionCut>(e);
     line = fmt::format(
         "           compaction: cut {} message(s) too large for the window "
         "({} -> {} tokens)",
-        p.contains("cuts") && p["cuts"].is_array() ? p["cuts"].size() : 0,
-        p.value("tokens_before", 0), p.value("tokens_after", 0));
-  } else if (e.type == ev::kLlmUsageRejected) {
+        p.cuts.size(), p.scope.tokens_before, p.tokens_after);
+  } else if (is<LlmUsageRejected>(e)) {
+    auto p = payload_of<LlmUsageRejected>(e);
     line = fmt::format("           usage not believed, estimated instead: {}",
-                       one_line(p.value("problems", json::array()).dump(), 100));
-  } else if (e.type == ev::kRunPaused || e.type == ev::kRunFinished) {
-    line = fmt::format("           {}: {} {}", e.type, p.value("reason", ""),
-                       one_line(p.value("message", p.value("summary", "")), 100));
+                       one_line(json(p.problems).dump(), 100));
+  } else if (is<RunPaused>(e)) {
+    auto p = payload_of<RunPaused>(e);
+    line = fmt::format("           {}: {} {}", e.type, p.reason, one_line(p.message, 100));
+  } else if (is<RunFinished>(e)) {
+    auto p = payload_of<RunFinished>(e);
+    line = fmt::format("           {}: {} {}", e.type, p.reason, one_line(p.summary, 100));
   }
   return line;
 }
@@ -84,12 +90,15 @@ void TerminalProgress::on_event(const Event& e, const State& s) {
 }
 
 std::string action_after(const Event& e) {
-  if (e.type == ev::kModelRequest) return "waiting for the model";
-  if (e.type == ev::kToolStarted)
-    return "running " + e.payload.value("name", std::string("a tool"));
-  if (e.type == ev::kToolFinished || e.type == ev::kModelResponse) return "thinking";
-  if (e.type == ev::kRunPaused) return "paused";
-  if (e.type == ev::kRunFinished) return "finished";
+  using namespace events;
+  if (is<ModelRequest>(e)) return "waiting for the model";
+  if (is<ToolStarted>(e)) {
+    const std::string name = payload_of<ToolStarted>(e).name;
+    return "running " + (name.empty() ? std::string("a tool") : name);
+  }
+  if (is<ToolFinished>(e) || is<ModelResponse>(e)) return "thinking";
+  if (is<RunPaused>(e)) return "paused";
+  if (is<RunFinished>(e)) return "finished";
   return "";
 }
 

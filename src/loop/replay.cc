@@ -22,9 +22,11 @@ const std::set<std::string>& offline_irreproducible_tools() {
 
 namespace {
 
+using namespace events;
+
 struct LoggedCall {
   std::string tool;
-  json finished;
+  std::optional<ToolFinished> finished;
   std::vector<Event> effects;
 };
 
@@ -36,28 +38,28 @@ std::map<std::pair<int64_t, size_t>, LoggedCall> index_calls(const std::vector<E
   int64_t responses = 0;
   std::vector<LoggedToolCall> last_calls;
   for (const Event& e : events) {
-    if (e.type == ev::kModelResponse) {
+    if (is<ModelResponse>(e)) {
       ++responses;
-      last_calls = tool_calls_of(e.payload.value("message", json::object()));
-    } else if (e.type == ev::kToolStarted) {
-      int64_t turn = e.payload.value("turn", responses);
+      last_calls = tool_calls_of(payload_of<ModelResponse>(e).message);
+    } else if (is<ToolStarted>(e)) {
+      auto started = payload_of<ToolStarted>(e);
+      int64_t turn = started.turn.value_or(responses);
       size_t index = 0;
-      if (e.payload.contains("index")) {
-        index = e.payload["index"].get<size_t>();
+      if (started.index) {
+        index = static_cast<size_t>(*started.index);
       } else {
-        std::string id = e.payload.value("call_id", "");
         for (const LoggedToolCall& c : last_calls) {
-          if (c.id == id) index = c.index;
+          if (c.id == started.call_id) index = c.index;
         }
       }
       by_started_id[e.id] = {turn, index};
-      calls[{turn, index}].tool = e.payload.value("name", "");
+      calls[{turn, index}].tool = started.name;
     } else if (!e.causation.empty()) {
       auto it = by_started_id.find(e.causation);
       if (it == by_started_id.end()) continue;
       LoggedCall& c = calls[it->second];
-      if (e.type == ev::kToolFinished) {
-        c.finished = e.payload;
+      if (is<ToolFinished>(e)) {
+        c.finished = payload_of<ToolFinished>(e);
       } else {
         c.effects.push_back(e);
       }
@@ -81,20 +83,20 @@ LoggedResultFn logged_results(std::vector<Event> original, const EventStore& fro
   return [calls, &from, &to](int64_t turn, size_t index,
                              const std::string& tool) -> std::optional<LoggedResult> {
     auto it = calls->find({turn, index});
-    if (it == calls->end() || it->second.finished.is_null()) return std::nullopt;
+    if (it == calls->end() || !it->second.finished) return std::nullopt;
     const LoggedCall& c = it->second;
-    bool interrupted = c.finished.value("interrupted", false);
-    if (!interrupted && !offline_irreproducible_tools().count(tool)) return std::nullopt;
+    const ToolFinished& finished = *c.finished;
+    if (!finished.interrupted && !offline_irreproducible_tools().count(tool)) return std::nullopt;
     if (c.tool != tool) return std::nullopt;  // the replay diverged; let the tool speak
     LoggedResult r;
-    r.finished_payload = c.finished;
-    r.result.ok = c.finished.value("ok", false);
-    r.result.output = c.finished.value("output", "");
-    r.result.full_output_sha = c.finished.value("output_sha", "");
-    r.result.gpu_s = c.finished.value("gpu_s", 0.0);
+    r.finished = finished;
+    r.result.ok = finished.ok;
+    r.result.output = finished.output;
+    r.result.full_output_sha = finished.output_sha;
+    r.result.gpu_s = finished.gpu_s.value_or(0.0);
     for (const Event& e : c.effects) {
       copy_blobs(e, from, to);
-      if (e.type == ev::kRunFinished) {
+      if (is<RunFinished>(e)) {
         r.result.finishes_run = true;
         continue;  // the runner writes run.finished for a finishing tool
       }
@@ -113,22 +115,24 @@ std::unique_ptr<EventStore> create_replay_run(const fs::path& from_dir, const fs
   RunDir from = existing_run_dir(from_dir);
   *from_store = EventStore::open(from.events_db().string(), EventStore::Mode::kReadOnly);
   *original = (*from_store)->read();
-  if (original->empty() || original->front().type != ev::kRunCreated) {
+  if (original->empty() || !is<RunCreated>(original->front())) {
     throw StoreError(
         fmt::format("{}: the log does not start with run.created", (*from_store)->path()));
   }
   RunDir to = create_run_dir(to_dir);
   auto store = EventStore::open(to.events_db().string(), EventStore::Mode::kCreate);
 
-  json created = original->front().payload;
-  created["replay_of"] = {{"run_id", created.value("run_id", "")},
-                          {"run_dir", fs::absolute(from_dir).lexically_normal().string()}};
-  created["run_id"] = new_run_id();
-  std::vector<NewEvent> batch{{ev::kRunCreated, created}};
+  auto created = payload_of<RunCreated>(original->front());
+  created.replay_of = ReplayOf{created.run_id, fs::absolute(from_dir).lexically_normal().string()};
+  created.run_id = new_run_id();
+  std::vector<NewEvent> batch{make_event(created)};
   WorkspaceFiles files;
   for (size_t i = 1; i < original->size(); ++i) {
     const Event& e = (*original)[i];
-    if (e.type != ev::kWorkspaceWritten || e.payload.value("source", "") != "starter") break;
+    if (!is<WorkspaceWritten>(e) ||
+        payload_of<WorkspaceWritten>(e).source != WorkspaceWritten::kStarter) {
+      break;
+    }
     copy_blobs(e, **from_store, *store);
     batch.push_back({e.type, e.payload});
     apply_workspace_event(files, e);
@@ -140,7 +144,7 @@ std::unique_ptr<EventStore> create_replay_run(const fs::path& from_dir, const fs
 
 namespace {
 
-bool is_step(const Event& e) { return e.type == ev::kModelRequest || e.type == ev::kToolFinished; }
+bool is_step(const Event& e) { return is<ModelRequest>(e) || is<ToolFinished>(e); }
 
 }  // namespace
 
@@ -150,8 +154,8 @@ std::vector<ExternalEvent> external_events(const std::vector<Event>& original) {
   for (const Event& e : original) {
     if (is_step(e)) ++steps;
     const bool external =
-        e.type == ev::kCompactionRequested || e.type == ev::kRunStopRequested ||
-        (e.type == ev::kGoalChanged && e.payload.value("verb", "") != "auto_pause");
+        is<CompactionRequested>(e) || is<RunStopRequested>(e) ||
+        (is<GoalChanged>(e) && payload_of<GoalChanged>(e).verb != GoalVerb::kAutoPause);
     if (external) out.push_back({steps, {e.type, e.payload}});
   }
   return out;
@@ -193,8 +197,8 @@ RunReport drive_replay(EventStore& store, const fs::path& to_dir,
     int64_t n = 0;
     bool paused = false;
     for (const Event& e : events) {
-      if (e.type == ev::kRunPaused) paused = true;
-      if (e.type == ev::kRunResumed && paused) {
+      if (is<RunPaused>(e)) paused = true;
+      if (is<RunResumed>(e) && paused) {
         ++n;
         paused = false;
       }
@@ -204,7 +208,9 @@ RunReport drive_replay(EventStore& store, const fs::path& to_dir,
   const int64_t original_resumes = resumed_pauses(original);
   while (report.outcome != RunOutcome::kFinished &&
          resumed_pauses(store.read()) < original_resumes) {
-    store.append({ev::kRunResumed, {{"reason", "resume"}}});
+    RunResumed resumed;
+    resumed.reason = "resume";
+    store.append(make_event(resumed));
     report = drive(store, to_dir, policy, options, final_state);
   }
   return report;
@@ -234,9 +240,9 @@ json comparable_state(const State& s) {
           {"goal",
            {{"objective", s.goal.objective},
             {"metric", s.goal.metric},
-            {"direction", s.goal.direction},
+            {"direction", to_string(s.goal.direction)},
             {"target", s.goal.target ? json(*s.goal.target) : json(nullptr)},
-            {"status", s.goal.status},
+            {"status", to_string(s.goal.status)},
             {"progress", s.goal.progress},
             {"turns_without_progress", s.goal.turns_without_progress}}},
           {"used",

@@ -26,7 +26,8 @@ std::string read_file_bytes(const fs::path& p) {
 
 }  // namespace
 
-json run_created_payload(const TaskSpec& task, const NewRunOptions& o, const std::string& run_id) {
+events::RunCreated run_created_payload(const TaskSpec& task, const NewRunOptions& o,
+                                       const std::string& run_id) {
   BudgetLimits limits;
   const json& tl = task.limits;
   if (tl.contains("max_tool_calls")) limits.max_tool_calls = tl["max_tool_calls"].get<int64_t>();
@@ -40,11 +41,11 @@ json run_created_payload(const TaskSpec& task, const NewRunOptions& o, const std
   if (o.max_tokens) limits.max_tokens = *o.max_tokens;
   if (o.max_gpu_s) limits.max_gpu_s = *o.max_gpu_s;
 
-  json goal = {{"objective", task.description},
-               {"metric", task.goal.metric},
-               {"direction", task.goal.direction}};
-  std::optional<double> target = o.target ? o.target : task.goal.target;
-  if (target) goal["target"] = *target;
+  events::RunCreated p;
+  p.run_id = run_id;
+  p.task = to_json(task);
+  p.goal = events::GoalSpec{task.description, task.goal.metric, task.goal.direction,
+                            o.target ? o.target : task.goal.target};
 
   json config = o.extra_config.is_object() ? o.extra_config : json::object();
   config["policy"] = o.policy;
@@ -55,18 +56,16 @@ json run_created_payload(const TaskSpec& task, const NewRunOptions& o, const std
   if (!o.api_key_env.empty()) config["api_key_env"] = o.api_key_env;
   if (o.context_window) config["context_window"] = *o.context_window;
   if (o.model_timeout_s) config["model_timeout_s"] = *o.model_timeout_s;
+  p.task_dir = config["task_dir"].get<std::string>();
+  p.config = std::move(config);
 
-  return {{"run_id", run_id},
-          {"task", to_json(task)},
-          {"task_dir", config["task_dir"]},
-          {"goal", goal},
-          {"budget",
-           {{"max_tool_calls", limits.max_tool_calls},
-            {"max_wall_s", limits.max_wall_s},
-            {"max_tokens", limits.max_tokens},
-            {"max_cost_usd", limits.max_cost_usd},
-            {"max_gpu_s", limits.max_gpu_s}}},
-          {"config", config}};
+  events::BudgetSpec& b = p.budget.emplace();
+  b.max_tool_calls = limits.max_tool_calls;
+  b.max_wall_s = limits.max_wall_s;
+  b.max_tokens = limits.max_tokens;
+  b.max_cost_usd = limits.max_cost_usd;
+  b.max_gpu_s = limits.max_gpu_s;
+  return p;
 }
 
 std::unique_ptr<EventStore> create_run(const TaskSpec& task, const NewRunOptions& o) {
@@ -74,13 +73,17 @@ std::unique_ptr<EventStore> create_run(const TaskSpec& task, const NewRunOptions
   auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kCreate);
 
   std::vector<NewEvent> batch;
-  batch.push_back({ev::kRunCreated, run_created_payload(task, o, new_run_id())});
+  batch.push_back(make_event(run_created_payload(task, o, new_run_id())));
   WorkspaceFiles files;
   for (const std::string& rel : task.starter) {
     std::string bytes = read_file_bytes(task.starter_path() / rel);
     std::string sha = store->put_blob(bytes);
-    batch.push_back({ev::kWorkspaceWritten,
-                     {{"path", rel}, {"sha", sha}, {"size", bytes.size()}, {"source", "starter"}}});
+    events::WorkspaceWritten w;
+    w.path = rel;
+    w.sha = sha;
+    w.size = static_cast<int64_t>(bytes.size());
+    w.source = events::WorkspaceWritten::kStarter;
+    batch.push_back(make_event(w));
     files[rel] = sha;
   }
   store->append_batch(batch);
@@ -96,9 +99,10 @@ std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state, co
     throw StoreError(fmt::format("{}: the log holds no run.created event", store->path()));
   }
   if (state->done) return nullptr;
-  json resumed = {{"reason", "resume"}};
-  if (config.is_object() && !config.empty()) resumed["config"] = config;
-  apply(*state, store->append({ev::kRunResumed, resumed}));
+  events::RunResumed resumed;
+  resumed.reason = "resume";
+  if (config.is_object()) resumed.config = config;
+  apply(*state, store->append(make_event(resumed)));
   std::error_code ec;
   fs::create_directories(dir.workspace(), ec);
   materialize_workspace(*store, state->workspace, dir.workspace(), /*remove_others=*/true);

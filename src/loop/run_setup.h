@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/event_store.h"
+#include "core/events.h"
 #include "core/state.h"
 #include "goal/task_spec.h"
 
@@ -34,7 +35,8 @@ struct NewRunOptions {
 };
 
 // The run.created payload (pure): task spec, goal, budget, config. Never holds an API key.
-json run_created_payload(const TaskSpec& task, const NewRunOptions& o, const std::string& run_id);
+events::RunCreated run_created_payload(const TaskSpec& task, const NewRunOptions& o,
+                                       const std::string& run_id);
 
 // Creates <run_dir> (absent or an empty folder), appends run.created and one workspace.written per
 // starter file in one transaction, and writes the workspace. Throws StoreError or

@@ -38,7 +38,7 @@ namespace marathon {
 // run the tool.
 struct LoggedResult {
   ToolResult result;
-  json finished_payload;  // the original tool.finished payload (ok, output, interrupted, ...)
+  events::ToolFinished finished;  // the original tool.finished (ok, output, interrupted, ...)
 };
 using LoggedResultFn =
     std::function<std::optional<LoggedResult>(int64_t turn, size_t index, const std::string& tool)>;
@@ -87,6 +87,9 @@ class Runner {
   RunReport run();
 
   const State& state() const { return state_; }
+  // The events the runner keeps: the log after the installed summary point (the prompt cache holds
+  // what it needs of the older ones: context::drop_summarized_events), the whole log before the
+  // first prompt.
   const std::vector<Event>& events() const { return events_; }
   double wall_s() const;  // active time including the current segment
   const RunnerStats& stats() const { return stats_; }
@@ -95,9 +98,8 @@ class Runner {
   // A tool call checked and ready to log: its tool.started event and what running it needs.
   struct PreparedCall {
     LoggedToolCall call;
-    json args;          // parsed and schema-checked arguments (when error is empty)
-    std::string error;  // why the call cannot run (logged as its result)
-    int64_t turn = 0;   // model responses up to and including the one that asked for it
+    CheckedCall checked;  // the registry's check: the tool and arguments, or why it cannot run
+    int64_t turn = 0;     // model responses up to and including the one that asked for it
     NewEvent started;
   };
 
@@ -119,10 +121,10 @@ class Runner {
   std::optional<RunReport> ask_policy();
   std::optional<RunReport> start_goal_turn();
   ToolContext tool_context();
-  std::string effective_tool_error(const LoggedToolCall& call, json* args);
 
   EventStore& store_;
   Policy& policy_;
+  context::Summariser summarise_;  // policy_ as compaction's summariser
   ToolRegistry& tools_;
   std::filesystem::path run_dir_;
   context::ContextConfig context_config_;
@@ -137,8 +139,5 @@ class Runner {
   std::optional<std::string> stop_requested_;
   RunnerStats stats_;
 };
-
-// Runs one tool with its arguments already parsed and checked, catching anything it throws.
-ToolResult run_tool_safely(Tool& tool, const json& args, ToolContext& ctx);
 
 }  // namespace marathon

@@ -5,8 +5,6 @@
 #include <chrono>
 
 #include "core/fold.h"
-#include "loop/runner.h"
-#include "tools/json_schema.h"
 
 namespace marathon {
 
@@ -25,28 +23,30 @@ ToolContext tool_context(EventStore& store, const State* state,
   return ctx;
 }
 
-NewEvent tool_finished_event(const Event& started, const std::string& call_id,
-                             const std::string& name, const ToolResult& r, double elapsed_s) {
-  json p = {{"call_id", call_id},
-            {"name", name},
-            {"ok", r.ok},
-            {"output", r.output},
-            {"elapsed_s", elapsed_s}};
-  if (!r.full_output_sha.empty()) p["output_sha"] = r.full_output_sha;
-  if (r.gpu_s > 0) p["gpu_s"] = r.gpu_s;
-  return {ev::kToolFinished, p, started.id};
+events::ToolFinished finished_payload(const std::string& call_id, const std::string& name,
+                                      const ToolResult& r, double elapsed_s) {
+  events::ToolFinished p;
+  p.call_id = call_id;
+  p.name = name;
+  p.ok = r.ok;
+  p.output = r.output;
+  p.elapsed_s = elapsed_s;
+  p.output_sha = r.full_output_sha;
+  if (r.gpu_s > 0) p.gpu_s = r.gpu_s;
+  return p;
 }
 
-std::vector<NewEvent> with_effects(NewEvent finished, const Event& started, ToolResult& r) {
-  std::vector<NewEvent> batch{std::move(finished)};
+std::vector<NewEvent> with_effects(const events::ToolFinished& finished, const Event& started,
+                                   ToolResult& r) {
+  std::vector<NewEvent> batch{make_event(finished, started.id)};
   bool has_finish = false;
   for (NewEvent& e : r.events) {
     if (e.causation.empty()) e.causation = started.id;
-    has_finish = has_finish || e.type == ev::kRunFinished;
+    has_finish = has_finish || is<events::RunFinished>(e);
     batch.push_back(std::move(e));
   }
   if (r.finishes_run && !has_finish) {
-    batch.push_back({ev::kRunFinished, {{"reason", "finish"}, {"summary", r.output}}, started.id});
+    batch.push_back(make_event(events::RunFinished{"finish", r.output}, started.id));
   }
   return batch;
 }
@@ -72,32 +72,28 @@ std::vector<Event> append_folded(EventStore& store, State* state,
 DirectCallResult call_tool_logged(EventStore& store, State* state, const ToolRegistry& tools,
                                   const std::filesystem::path& run_dir, const DirectCall& call) {
   DirectCallResult out;
-  Tool* tool = tools.find(call.name);
-  if (!tool) {
-    std::string valid;
-    for (const std::string& n : tools.names()) valid += (valid.empty() ? "" : ", ") + n;
-    out.error = fmt::format("unknown tool \"{}\"; the tools are: {}", call.name, valid);
+  CheckedCall checked =
+      tools.check_json(call.name, call.arguments.is_null() ? json::object() : call.arguments);
+  if (!checked.ok()) {
+    out.error = checked.error;
     return out;
   }
-  json args = call.arguments.is_null() ? json::object() : call.arguments;
-  std::vector<std::string> problems = validate_schema(args, tool->parameters());
-  if (!problems.empty()) {
-    out.error = fmt::format("invalid arguments for `{}`:", call.name);
-    for (const std::string& p : problems) out.error += "\n- " + p;
-    return out;
-  }
-  json started_payload = {{"call_id", call.call_id}, {"name", call.name}, {"arguments", args}};
-  for (const auto& [k, v] : call.extra.items()) started_payload[k] = v;
-  Event started =
-      append_folded(store, state, {{ev::kToolStarted, started_payload}}, &out.events).front();
+  events::ToolStarted started_payload;
+  started_payload.call_id = call.call_id;
+  started_payload.name = call.name;
+  started_payload.arguments = checked.arguments;
+  started_payload.source = call.source;
+  Event started = append_folded(store, state, {make_event(started_payload)}, &out.events).front();
 
   auto t0 = std::chrono::steady_clock::now();
   ToolContext ctx = tool_context(store, state, run_dir);
-  out.result = run_tool_safely(*tool, args, ctx);
+  out.result = ToolRegistry::run(*checked.tool, checked.arguments, ctx);
   out.ran = true;
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  NewEvent fin = tool_finished_event(started, call.call_id, call.name, out.result, elapsed);
-  append_folded(store, state, with_effects(std::move(fin), started, out.result), &out.events);
+  append_folded(store, state,
+                with_effects(finished_payload(call.call_id, call.name, out.result, elapsed),
+                             started, out.result),
+                &out.events);
   return out;
 }
 

@@ -18,25 +18,26 @@ namespace marathon {
 ToolContext tool_context(EventStore& store, const State* state,
                          const std::filesystem::path& run_dir);
 
-// tool.finished for a call (caused by its tool.started).
-NewEvent tool_finished_event(const Event& started, const std::string& call_id,
-                             const std::string& name, const ToolResult& r, double elapsed_s);
+// tool.finished's payload for a call and its result.
+events::ToolFinished finished_payload(const std::string& call_id, const std::string& name,
+                                      const ToolResult& r, double elapsed_s);
 
-// `finished` followed by the tool's effects (caused by `started` unless they name a cause), and
-// run.finished{finish} when the tool finishes the run without logging it itself.
-std::vector<NewEvent> with_effects(NewEvent finished, const Event& started, ToolResult& r);
+// `finished` (caused by `started`) followed by the tool's effects (caused by `started` unless they
+// name a cause), and run.finished{finish} when the tool finishes the run without logging it itself.
+std::vector<NewEvent> with_effects(const events::ToolFinished& finished, const Event& started,
+                                   ToolResult& r);
 
 // A call made outside the model loop.
 struct DirectCall {
-  std::string call_id;          // unique in the run
-  std::string name;             // a tool of the registry
-  json arguments;               // checked against the tool's schema before anything is logged
-  json extra = json::object();  // added to the tool.started payload (e.g. {"source": "mcp"})
+  std::string call_id;  // unique in the run
+  std::string name;     // a tool of the registry
+  json arguments;       // checked against the tool's schema before anything is logged
+  std::string source;   // tool.started's `source` (events::ToolStarted::kMcp)
 };
 
 struct DirectCallResult {
   bool ran = false;           // false: refused (unknown tool, bad arguments); nothing logged
-  std::string error;          // why it was refused
+  std::string error;          // why it was refused (the registry's check, tools/tool_registry.h)
   ToolResult result;          // the tool's result (its events are in `events`)
   std::vector<Event> events;  // appended: tool.started, tool.finished, the effects
 };

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/events.h"
+
 namespace marathon {
 
 std::vector<LoggedToolCall> tool_calls_of(const json& message) {
@@ -59,21 +61,22 @@ json normalise_assistant_message(const json& message, int64_t turn) {
 }
 
 void TurnTracker::apply(const Event& e) {
-  if (e.type == ev::kModelRequest) {
+  using namespace events;
+  if (is<ModelRequest>(e)) {
     request_pending_ = true;
-  } else if (e.type == ev::kModelResponse) {
+  } else if (is<ModelResponse>(e)) {
     ++responses_;
-    if (!e.payload.value("purpose", "").empty()) {
+    auto p = payload_of<ModelResponse>(e);
+    if (!p.purpose.empty()) {
       request_pending_ = false;
       return;
     }
     request_pending_ = false;
     finished_since_response_.clear();
-    const json& p = e.payload;
-    last_calls_ = tool_calls_of(p.value("message", json::object()));
+    last_calls_ = tool_calls_of(p.message);
     last_error_kind_.clear();
-    if (p.contains("error") && p["error"].is_object()) {
-      last_error_kind_ = p["error"].value("kind", "unknown");
+    if (p.error) {
+      last_error_kind_ = p.error->kind_text;
       ++consecutive_errors_;
       last_calls_.clear();  // a failed call acts on nothing
       last_stopped_ = false;
@@ -83,10 +86,10 @@ void TurnTracker::apply(const Event& e) {
       last_stopped_ = last_calls_.empty();
       goal_turn_due_ = last_stopped_;
     }
-  } else if (e.type == ev::kToolFinished) {
-    finished_since_response_.insert(e.payload.value("call_id", ""));
-  } else if (e.type == "user.message") {
-    if (e.payload.value("reason", "") == "goal_turn") {
+  } else if (is<ToolFinished>(e)) {
+    finished_since_response_.insert(payload_of<ToolFinished>(e).call_id);
+  } else if (is<UserMessage>(e)) {
+    if (payload_of<UserMessage>(e).reason == UserMessage::kGoalTurn) {
       goal_turn_due_ = false;
       ++goal_turns_started_;
     }

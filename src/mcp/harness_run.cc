@@ -30,8 +30,6 @@ namespace {
 constexpr const char* kPolicy = "mcp";
 // run.paused reason when the client ends the session.
 constexpr const char* kSessionEnded = "session_ended";
-// tool.started's mark of a call made through MCP.
-const json kStartedExtra = {{"source", "mcp"}};
 
 fs::path default_run_dir(const std::string& task_name) {
   std::time_t t = std::time(nullptr);
@@ -106,7 +104,7 @@ HarnessRun::HarnessRun(const HarnessOptions& o) {
   }
   store_->set_write_guard([this] { lock_->verify(); });
   if (!o.sandbox_disabled.empty()) {
-    store_->append({ev::kSandboxDisabled, {{"reason", o.sandbox_disabled}, {"command", "mcp"}}});
+    store_->append(make_event(events::SandboxDisabled{o.sandbox_disabled, "mcp"}));
   }
   state_ = load_state(*store_);
   finish_interrupted_calls();
@@ -120,11 +118,10 @@ HarnessRun::HarnessRun(const HarnessOptions& o) {
   // The starter files: the workspace.written{starter} events of run.created's batch.
   store_->for_each(1, [&](const Event& e) {
     if (e.seq == 1) return true;
-    const json& p = e.payload;
-    bool starter = e.type == ev::kWorkspaceWritten && p.contains("source") &&
-                   p["source"] == "starter" && p.contains("path") && p["path"].is_string() &&
-                   p.contains("sha") && p["sha"].is_string();
-    if (starter) starter_[p["path"].get<std::string>()] = p["sha"].get<std::string>();
+    if (!is<events::WorkspaceWritten>(e)) return false;
+    auto p = payload_of<events::WorkspaceWritten>(e);
+    bool starter = p.source == events::WorkspaceWritten::kStarter && !p.deleted;
+    if (starter) starter_[p.path] = p.sha;
     return starter;
   });
 }
@@ -133,11 +130,9 @@ HarnessRun::~HarnessRun() {
   try {
     sync();
     if (!state_.done && !state_.paused) {
-      store_->append({ev::kRunPaused,
-                      {{"reason", kSessionEnded},
-                       {"message",
-                        "the MCP session ended; `marathon mcp --task TASK --run-dir RUN` carries "
-                        "on"}}});
+      store_->append(make_event(events::RunPaused{
+          kSessionEnded,
+          "the MCP session ended; `marathon mcp --task TASK --run-dir RUN` carries on"}));
     }
   } catch (const std::exception&) {
     // The log stays as it was: a session that ends without run.paused reads as a killed one.
@@ -160,9 +155,9 @@ void HarnessRun::finish_interrupted_calls() {
     r.output = fmt::format(
         "interrupted: the MCP session ended while `{}` ran; its effects, if any, are unknown",
         t.name);
-    NewEvent fin = tool_finished_event(started.front(), t.call_id, t.name, r, 0);
-    fin.payload["interrupted"] = true;
-    store_->append_batch(with_effects(std::move(fin), started.front(), r));
+    events::ToolFinished fin = finished_payload(t.call_id, t.name, r, 0);
+    fin.interrupted = true;
+    store_->append_batch(with_effects(fin, started.front(), r));
   }
   sync();
 }
@@ -173,11 +168,11 @@ std::optional<std::string> HarnessRun::refusal() {
     return fmt::format("the run has finished ({}); start a new one with another --run-dir",
                        state_.finish_reason);
   }
-  if (state_.goal.status == "paused" || state_.goal.status == "cleared") {
+  if (state_.goal.status == GoalStatus::kPaused || state_.goal.status == GoalStatus::kCleared) {
     return fmt::format(
         "the run's goal is {} (by `marathon goal` or a control client); `marathon goal resume "
         "{}` lets work go on",
-        state_.goal.status, run_dir_.string());
+        to_string(state_.goal.status), run_dir_.string());
   }
   BudgetUsed used = state_.used;
   if (state_.segment_open) {
@@ -186,14 +181,14 @@ std::optional<std::string> HarnessRun::refusal() {
   if (std::optional<BudgetItem> over = exhausted_budget(state_.limits, used)) {
     std::string why = fmt::format("{} budget used up ({:.6g} of {:.6g}); best {}", over->which,
                                   over->used, over->limit, num(state_.best_score));
-    apply(state_, store_->append({ev::kRunFinished, {{"reason", "budget"}, {"summary", why}}}));
+    apply(state_, store_->append(make_event(events::RunFinished{"budget", why})));
     return "the run has finished: " + why;
   }
   return std::nullopt;
 }
 
 ToolOutcome HarnessRun::call(const std::string& name, const json& arguments) {
-  DirectCall c{new_call_id(), name, arguments, kStartedExtra};
+  DirectCall c{new_call_id(), name, arguments, events::ToolStarted::kMcp};
   DirectCallResult r = call_tool_logged(*store_, &state_, tools_, run_dir_, c);
   ToolOutcome o;
   if (!r.ran) {
@@ -208,7 +203,7 @@ ToolOutcome HarnessRun::call(const std::string& name, const json& arguments) {
                   {"first_seq", r.events.front().seq},
                   {"last_seq", r.events.back().seq}};
   for (const Event& e : r.events) {
-    if (e.type == ev::kEvalFinished) {
+    if (is<events::EvalFinished>(e)) {
       o.structured["evaluation"] = e.payload;
       o.structured["evaluation"]["seq"] = e.seq;
     }
@@ -272,8 +267,8 @@ ToolOutcome HarnessRun::status() {
       st.done     ? "finished (" + st.finish_reason + ")"
       : st.paused ? "paused"
                   : "open",
-      st.goal.status, st.goal.objective.substr(0, 200), st.goal.metric, st.goal.direction,
-      num(st.goal.target), num(st.best_score),
+      to_string(st.goal.status), st.goal.objective.substr(0, 200), st.goal.metric,
+      to_string(st.goal.direction), num(st.goal.target), num(st.best_score),
       st.best_candidate.empty() ? "" : " (candidate " + st.best_candidate.substr(0, 12) + ")",
       num(st.baseline_score), st.evaluations, st.evaluations_executed, st.used.tool_calls,
       st.limits.max_tool_calls);
@@ -335,7 +330,7 @@ std::string HarnessRun::task_text() const {
   std::string out =
       fmt::format("# Task {}\n\n{}\n\n## Contract\n\n", task_.name, task_.description);
   out += fmt::format("- metric: {} ({} is better){}\n", task_.goal.metric,
-                     task_.goal.direction == "min" ? "lower" : "higher",
+                     task_.goal.direction == Direction::kMin ? "lower" : "higher",
                      task_.goal.target ? fmt::format(", target {:.6g}", *task_.goal.target) : "");
   out +=
       fmt::format("- editable files: {}\n- starter files: {} (resources marathon://starter/...)\n",

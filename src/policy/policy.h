@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "context/summariser.h"
 #include "core/event.h"
+#include "core/events.h"
 #include "core/state.h"
 
 namespace marathon {
@@ -48,19 +50,23 @@ struct PolicyReply {
   std::string provider;  // "openai", "anthropic", "search", "replay"
   std::string model;
   std::string finish_reason;  // "stop", "tool_calls", "length", ...
-  // Set when the call failed in a way the loop must handle (kind: "context_length", "auth",
-  // "not_found", "malformed", "transport", "rate_limited_exhausted", "bad_request"); message says
-  // what and where.
-  std::optional<json> error;
+  // Set when the call failed in a way the loop must handle (LlmErrorKind: context length, auth,
+  // not found, malformed, transport, rate limits exhausted, bad request, interrupted); message
+  // says what and where.
+  std::optional<events::ModelError> error;
   // Parts of a successful reply the loop must not act on as-is (tool call with unparsable
   // arguments, unknown tool name): [{tool_call_id, kind, message}]. The loop logs them and answers
   // each call with its message as a tool error.
   json problems = json::array();
   // Set when the provider's usage was missing or not believable and the token counts and cost
-  // above are the runtime's estimate: {problems: [...], reported: <usage as sent or null>}. The
-  // loop logs it as llm.usage_rejected.
-  std::optional<json> usage_rejected;
+  // above are the runtime's estimate. The loop logs it as llm.usage_rejected (it fills in the
+  // provider and model).
+  std::optional<events::LlmUsageRejected> usage_rejected;
 };
+
+// What the log records of a reply (model.response), less the message, which the caller sets: the
+// conversation's turn normalised (loop), or a summary (context).
+events::ModelResponse response_payload(const PolicyReply& reply);
 
 class Policy {
  public:
@@ -68,5 +74,13 @@ class Policy {
   virtual std::string name() const = 0;
   virtual PolicyReply next(const PolicyRequest& request) = 0;
 };
+
+// `policy` as compaction's summariser: the summary request sent with no tools and the run's
+// state (`state`, which must outlive the function), the reply as its model.response.
+context::Summariser summariser_of(Policy& policy, const State* state);
+
+// True when a reply failed because the prompt was over the model's context length: the kind
+// says so, or the message does in one of the wordings providers use.
+bool is_context_length_error(const PolicyReply& reply);
 
 }  // namespace marathon

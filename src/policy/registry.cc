@@ -8,8 +8,8 @@
 
 #include "context/context_config.h"
 #include "context/token_estimate.h"
-#include "llm/llm_policy.h"
 #include "llm/provider_registry.h"
+#include "policy/llm_policy.h"
 #include "policy/replay_policy.h"
 #include "policy/search_policy.h"
 

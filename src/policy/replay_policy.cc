@@ -4,30 +4,28 @@
 
 namespace marathon {
 
-PolicyReply reply_from_response(const json& p) {
+PolicyReply reply_from_response(const events::ModelResponse& p) {
   PolicyReply r;
-  r.message = p.value("message", json::object());
-  if (p.contains("usage") && p["usage"].is_object()) {
-    r.prompt_tokens = p["usage"].value("prompt_tokens", int64_t{0});
-    r.completion_tokens = p["usage"].value("completion_tokens", int64_t{0});
-    r.cache_read_tokens = p["usage"].value("cache_read_tokens", int64_t{0});
-    r.cache_write_tokens = p["usage"].value("cache_write_tokens", int64_t{0});
-  }
-  r.cost_usd = p.value("cost_usd", 0.0);
-  r.provider = p.value("provider", "");
-  r.model = p.value("model", "");
-  r.finish_reason = p.value("finish_reason", "");
-  if (p.contains("error") && p["error"].is_object()) r.error = p["error"];
-  if (p.contains("problems") && p["problems"].is_array()) r.problems = p["problems"];
+  r.message = p.message.is_null() ? json::object() : p.message;
+  r.prompt_tokens = p.usage.prompt_tokens;
+  r.completion_tokens = p.usage.completion_tokens;
+  r.cache_read_tokens = p.usage.cache_read_tokens;
+  r.cache_write_tokens = p.usage.cache_write_tokens;
+  r.cost_usd = p.cost_usd;
+  r.provider = p.provider;
+  r.model = p.model;
+  r.finish_reason = p.finish_reason;
+  r.error = p.error;
+  if (p.problems.is_array()) r.problems = p.problems;
   return r;
 }
 
 ReplayPolicy::ReplayPolicy(const std::vector<Event>& events) {
   for (const Event& e : events) {
-    if (e.type != ev::kModelResponse) continue;
-    std::string purpose = e.payload.value("purpose", "");
-    queues_[purpose].replies.push_back(reply_from_response(e.payload));
-    order_.push_back(std::move(purpose));
+    if (!is<events::ModelResponse>(e)) continue;
+    events::ModelResponse p = payload_of<events::ModelResponse>(e);
+    queues_[p.purpose].replies.push_back(reply_from_response(p));
+    order_.push_back(p.purpose);
   }
 }
 
@@ -52,10 +50,10 @@ PolicyReply ReplayPolicy::next(const PolicyRequest& request) {
   if (q.next < q.replies.size()) return q.replies[q.next++];
   PolicyReply r;
   r.provider = "replay";
-  r.error = json{{"kind", "replay_exhausted"},
-                 {"message", fmt::format("the logged run has no {} response left (all {} served)",
-                                         request.purpose.empty() ? "model" : request.purpose,
-                                         q.replies.size())}};
+  r.error = events::ModelError::make(
+      LlmErrorKind::kReplayExhausted,
+      fmt::format("the logged run has no {} response left (all {} served)",
+                  request.purpose.empty() ? "model" : request.purpose, q.replies.size()));
   return r;
 }
 

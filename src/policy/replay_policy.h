@@ -14,7 +14,7 @@
 namespace marathon {
 
 // The reply a model.response payload records (message, usage, cost, provider, model, error).
-PolicyReply reply_from_response(const json& payload);
+PolicyReply reply_from_response(const events::ModelResponse& payload);
 
 class ReplayPolicy : public Policy {
  public:

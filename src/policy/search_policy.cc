@@ -156,13 +156,12 @@ SearchStep plan_search(const std::vector<int>& dims, const KnobConfig& start,
 
 std::map<KnobConfig, double> search_results(const std::vector<Knob>& knobs, const State& state) {
   std::map<KnobConfig, double> out;
-  const bool minimise = state.goal.direction == "min";
   for (const LedgerEntry& l : state.ledger) {
-    if (l.kind != "attempt") continue;
+    if (l.kind != LedgerKind::kAttempt) continue;
     std::optional<KnobConfig> c = parse_config_text(knobs, l.text);
     if (!c || out.count(*c)) continue;
     bool counts = l.correct.value_or(false) && l.score.has_value() && l.failure.empty();
-    out[*c] = counts ? (minimise ? -*l.score : *l.score) : kFailed;
+    out[*c] = counts ? -better_first_key(state.goal.direction, *l.score) : kFailed;
   }
   return out;
 }
@@ -213,7 +212,7 @@ std::string score_text(double v, bool minimise) {
 PolicyReply SearchPolicy::next(const PolicyRequest& request) {
   if (!request.state) throw std::invalid_argument("the search policy needs the run's state");
   const State& s = *request.state;
-  const bool minimise = s.goal.direction == "min";
+  const bool minimise = s.goal.direction == Direction::kMin;
   std::vector<int> dims;
   KnobConfig start;
   for (const Knob& k : knobs_) {
@@ -230,7 +229,7 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
   double best_v = kFailed;
   std::optional<KnobConfig> last;
   for (const LedgerEntry& l : s.ledger) {
-    if (l.kind != "attempt") continue;
+    if (l.kind != LedgerKind::kAttempt) continue;
     auto c = parse_config_text(knobs_, l.text);
     if (!c) continue;
     last = c;
@@ -241,7 +240,7 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
   // Stuck guard: evaluate calls that left no attempt in the ledger (e.g. a failing tool).
   int64_t evaluate_calls = 0, attempts = 0;
   for (const auto& t : s.tool_history) evaluate_calls += t.name == "evaluate";
-  for (const auto& l : s.ledger) attempts += l.kind == "attempt";
+  for (const auto& l : s.ledger) attempts += l.kind == LedgerKind::kAttempt;
   const int64_t per_eval = static_cast<int64_t>(files_.size()) + 1;
   const int64_t room = s.limits.max_tool_calls > 0 ? s.limits.max_tool_calls - s.used.tool_calls
                                                    : std::numeric_limits<int64_t>::max();
@@ -300,6 +299,20 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
     evaluate(*best,
              fmt::format("Search done ({}). Restoring the best configuration {} = {}.", why_stop,
                          config_text(knobs_, *best), score_text(best_v, minimise)));
+    return reply;
+  }
+  // On a GPU task, profile the best configuration once before finishing (the report and the
+  // dashboard then show where its time goes); the profile is not an evaluation.
+  bool profiled = false;
+  for (const auto& t : s.tool_history) profiled = profiled || t.name == "profile";
+  if (best && !std::isinf(best_v) && s.task.value("needs_gpu", false) && !profiled && room >= 2) {
+    calls.push_back(tool_call(id_base + "-p", "profile", json::object()));
+    reply.message = {
+        {"role", "assistant"},
+        {"content",
+         fmt::format("Search done ({}). Profiling the best configuration {} = {}.", why_stop,
+                     config_text(knobs_, *best), score_text(best_v, minimise))},
+        {"tool_calls", calls}};
     return reply;
   }
   finish(why_stop);

@@ -7,7 +7,8 @@
 // along its list, then further): the budget per surviving configuration doubles while the field
 // halves. With one survivor left, the search stops after two rounds without improvement, when
 // nothing unexplored is left, or when its evaluation budget is spent; then it writes the best
-// configuration back, evaluates it (served from the cache) and calls `finish`.
+// configuration back, evaluates it (served from the cache), profiles it once on a GPU task, and
+// calls `finish`.
 //
 // Resumable by construction: every decision is a pure function of the State it is given. Past
 // evaluations are read from the ledger (each attempt's strategy text is the configuration,

@@ -355,6 +355,11 @@ LaunchResult launch_unchecked(const LaunchSpec& spec) {
   // The operator's extra folders (a shared compile cache, a marker folder for tests).
   for (const std::string& p : split(host_var("MARATHON_SANDBOX_RW"), ':')) writable.push_back(p);
   for (const std::string& p : split(host_var("MARATHON_SANDBOX_RO"), ':')) readable.push_back(p);
+  // PYTHONPATH passes into the sandbox (environment.cc), so the folders it names are bound
+  // read-only: an interpreter's query runs with -I and does not list them.
+  for (const std::string& p : split(host_var("PYTHONPATH"), ':')) {
+    if (fs::path(p).is_absolute()) readable.push_back(p);
+  }
 
   std::optional<ScratchDir> scratch;
   if (spec.profile == Profile::kEvaluate) {

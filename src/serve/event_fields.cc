@@ -2,30 +2,21 @@
 
 #include <fmt/format.h>
 
+#include "core/eval_result.h"
+
 namespace marathon::serve {
 
 namespace {
 
-std::string str(const json& j, const char* k) {
-  auto it = j.find(k);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-bool boolean(const json& j, const char* k) {
-  auto it = j.find(k);
-  return it != j.end() && it->is_boolean() && it->get<bool>();
-}
-
-std::optional<double> number(const json& j, const char* k) {
-  auto it = j.find(k);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-const json& object(const json& j, const char* k) {
-  static const json kEmpty = json::object();
-  auto it = j.find(k);
-  return it != j.end() && it->is_object() ? *it : kEmpty;
+// The payload of `e` as a P, or nullopt when it is not one or does not read as one.
+template <class P>
+std::optional<P> read_as(const Event& e) {
+  if (!is<P>(e)) return std::nullopt;
+  try {
+    return e.payload.get<P>();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -61,61 +52,67 @@ const char* to_string(MarkerKind k) {
 }
 
 std::optional<EvalFields> eval_fields(const Event& e) {
-  if (e.type != ev::kEvalFinished) return std::nullopt;
-  const json& p = e.payload;
-  const json& result = object(p, "result");
+  auto p = read_as<events::EvalFinished>(e);
+  if (!p) return std::nullopt;
+  EvalResult result;
+  bool readable = true;
+  try {
+    result = read_eval_result(p->result);
+  } catch (const std::exception&) {
+    readable = false;  // a result field of the wrong type: shown as a failed evaluation
+  }
   EvalFields f;
-  f.candidate = str(p, "candidate");
-  f.status = p.contains("status") ? str(p, "status") : "ok";
-  f.strategy = str(p, "strategy");
-  f.cached = boolean(p, "cached");
-  f.correct = boolean(result, "correct");
-  f.score = number(result, "score");
-  auto v = result.find("violations");
-  f.violating =
-      v != result.end() && !v->is_null() && !((v->is_array() || v->is_object()) && v->empty());
-  f.kind = f.status != "ok" ? EvalKind::kFailed
-           : !f.correct     ? EvalKind::kIncorrect
-           : f.violating    ? EvalKind::kViolating
-           : f.score        ? EvalKind::kOk
-                            : EvalKind::kFailed;
+  f.candidate = p->candidate;
+  f.status = p->status;
+  f.strategy = p->strategy;
+  f.cached = p->cached;
+  f.correct = result.correct;
+  f.score = result.score;
+  f.violating = result.has_violations();
+  f.kind = f.status != EvalStatus::kOk || !readable ? EvalKind::kFailed
+           : !f.correct                             ? EvalKind::kIncorrect
+           : f.violating                            ? EvalKind::kViolating
+           : f.score                                ? EvalKind::kOk
+                                                    : EvalKind::kFailed;
   return f;
 }
 
 std::optional<MarkerFields> marker_fields(const Event& e) {
-  const json& p = e.payload;
-  if (e.type == ev::kCompactionInstalled) {
-    if (str(p, "outcome") != "compacted") return std::nullopt;
+  if (auto p = read_as<events::CompactionInstalled>(e)) {
+    if (p->outcome != CompactionOutcome::kCompacted) return std::nullopt;
     return MarkerFields{MarkerKind::kCompaction,
-                        fmt::format("compaction ({}, {})", str(p, "trigger"), str(p, "source"))};
+                        fmt::format("compaction ({}, {})", p->scope.trigger, p->source)};
   }
-  if (e.type == ev::kGoalChanged) {
-    return MarkerFields{MarkerKind::kGoal, "goal " + str(p, "verb")};
+  if (auto p = read_as<events::GoalChanged>(e)) {
+    return MarkerFields{MarkerKind::kGoal, "goal " + to_string(p->verb)};
   }
-  if (e.type == ev::kRunPaused)
-    return MarkerFields{MarkerKind::kPause, "paused: " + str(p, "reason")};
-  if (e.type == ev::kRunResumed) return MarkerFields{MarkerKind::kResume, "resumed"};
-  if (e.type == ev::kRunFinished) {
-    return MarkerFields{MarkerKind::kFinish, "finished: " + str(p, "reason")};
+  if (auto p = read_as<events::RunPaused>(e)) {
+    return MarkerFields{MarkerKind::kPause, "paused: " + p->reason};
+  }
+  if (is<events::RunResumed>(e)) return MarkerFields{MarkerKind::kResume, "resumed"};
+  if (auto p = read_as<events::RunFinished>(e)) {
+    return MarkerFields{MarkerKind::kFinish, "finished: " + p->reason};
   }
   return std::nullopt;
 }
 
 std::optional<GoalFields> goal_fields(const Event& e) {
-  if (e.type != ev::kGoalChanged) return std::nullopt;
-  const json& p = e.payload;
-  return GoalFields{str(p, "verb"), str(p, "objective"), str(p, "status"), str(p, "progress")};
+  auto p = read_as<events::GoalChanged>(e);
+  if (!p) return std::nullopt;
+  return GoalFields{to_string(p->verb), p->objective.value_or(""),
+                    p->status ? to_string(*p->status) : std::string(), p->progress.value_or("")};
 }
 
 std::optional<ToolFields> tool_fields(const Event& e) {
-  if (e.type != ev::kToolStarted && e.type != ev::kToolFinished) return std::nullopt;
-  const json& p = e.payload;
-  return ToolFields{str(p, "name"), boolean(p, "ok"), str(p, "output")};
+  if (auto p = read_as<events::ToolStarted>(e)) return ToolFields{p->name, false, ""};
+  if (auto p = read_as<events::ToolFinished>(e)) return ToolFields{p->name, p->ok, p->output};
+  return std::nullopt;
 }
 
 bool is_creation_event(const Event& e) {
-  return e.type == ev::kRunCreated ||
-         (e.type == ev::kWorkspaceWritten && str(e.payload, "source") == "starter");
+  if (is<events::RunCreated>(e)) return true;
+  auto p = read_as<events::WorkspaceWritten>(e);
+  return p && p->source == events::WorkspaceWritten::kStarter;
 }
 
 }  // namespace marathon::serve

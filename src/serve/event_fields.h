@@ -1,12 +1,13 @@
-// Every payload field the dashboard reads, in one place (docs/event-log.md names them). The events
-// given here have been through fold (which rejects a malformed known type), but each accessor still
-// treats a missing or mistyped field as absent rather than trusting the log.
+// What the dashboard reads of each event, in one place: each accessor reads the payload through its
+// typed struct (core/events.h) and the evaluator's result through core/eval_result.h. The events
+// given here have been through fold (which rejects a malformed known type), but an accessor still
+// treats a payload that does not read as its type as absent rather than trusting the log.
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "core/event.h"
+#include "core/events.h"
 
 namespace marathon::serve {
 
@@ -17,7 +18,7 @@ const char* to_string(EvalKind k);
 
 struct EvalFields {  // eval.finished
   std::string candidate;
-  std::string status;  // ok | invalid_output | nonzero_exit | timeout | crash
+  EvalStatus status = EvalStatus::kOk;
   std::string strategy;
   bool cached = false;
   bool correct = false;
@@ -37,7 +38,7 @@ struct MarkerFields {
 };
 std::optional<MarkerFields> marker_fields(const Event& e);
 
-struct GoalFields {  // goal.changed
+struct GoalFields {  // goal.changed, as shown: the verb's name ("created" for run.created)
   std::string verb, objective, status, progress;
 };
 std::optional<GoalFields> goal_fields(const Event& e);
@@ -50,7 +51,7 @@ struct ToolFields {  // tool.started (name) and tool.finished (name, ok, output 
 std::optional<ToolFields> tool_fields(const Event& e);
 
 // The events a run is created with (run.created and the workspace.written of each starter file,
-// marked source "starter"): the workspace after them is the starter.
+// marked source WorkspaceWritten::kStarter): the workspace after them is the starter.
 bool is_creation_event(const Event& e);
 
 inline constexpr const char* kProfileTool = "profile";

@@ -132,7 +132,7 @@ std::string notes_text(const RunView& v) {
   const std::vector<LedgerEntry>& ledger = v.state().ledger;
   for (; c.ledger_seen < ledger.size(); ++c.ledger_seen) {
     const LedgerEntry& l = ledger[c.ledger_seen];
-    if (l.kind == "attempt") continue;
+    if (l.kind == LedgerKind::kAttempt) continue;
     if (!c.notes.empty()) c.notes += ',';
     c.notes += dump(note_json(l));
   }
@@ -187,7 +187,7 @@ json run_update(const std::string& id, const RunView& v, RunPhase phase, int64_t
   }
   json notes = json::array();
   for (auto it = s.ledger.rbegin(); it != s.ledger.rend() && it->seq > after_seq; ++it) {
-    if (it->kind != "attempt") notes.push_back(note_json(*it));
+    if (it->kind != LedgerKind::kAttempt) notes.push_back(note_json(*it));
   }
   std::reverse(notes.begin(), notes.end());
   return {{"row", run_row(id, v, phase, now_us)},

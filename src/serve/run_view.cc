@@ -138,7 +138,7 @@ void RunView::observe(const Event& e, const State& s, bool full) {
       attach_profile(added, it->second, nullptr);
       unmatched_profile_.erase(it);
     }
-  } else if (e.type == ev::kToolFinished) {
+  } else if (e.type == events::ToolFinished::kType) {
     auto t = tool_fields(e);
     if (t && t->name == kProfileTool) {
       std::string key = candidate_hash(s.workspace);
@@ -152,13 +152,14 @@ void RunView::observe(const Event& e, const State& s, bool full) {
   if (auto m = marker_fields(e)) {
     markers_.push_back({e.seq, e.recorded_at_us, s.used.tool_calls, s.used.wall_s, *m});
   }
-  if (e.type == ev::kRunCreated) {
+  if (e.type == events::RunCreated::kType) {
     goal_history_.push_back(
-        {e.seq, e.recorded_at_us, GoalFields{"created", s.goal.objective, s.goal.status, ""}});
+        {e.seq, e.recorded_at_us,
+         GoalFields{"created", s.goal.objective, to_string(s.goal.status), ""}});
   } else if (auto g = goal_fields(e)) {
     GoalFields after = *g;
     after.objective = s.goal.objective;  // what the fold made of it (clear empties it)
-    after.status = s.goal.status;
+    after.status = to_string(s.goal.status);
     goal_history_.push_back({e.seq, e.recorded_at_us, after});
   }
   best_before_ = s.best_candidate;

@@ -126,7 +126,7 @@ std::optional<std::string> request_problem(const InitRequest& r) {
   if (blank(r.task_dir)) return "TASK_DIR: the folder to create is missing";
   if (blank(r.repo)) return "--repo: the repository is missing";
   if (blank(r.metric)) return "--metric: the command that prints the number is missing";
-  if (r.direction != "min" && r.direction != "max") {
+  if (!parse_direction(r.direction)) {
     return fmt::format("--direction: must be min or max, got \"{}\"", r.direction);
   }
   if (r.runs < 1 || r.runs > kMaxRuns) {
@@ -249,8 +249,8 @@ std::string default_description(const TaskDraft& d) {
       "Make the number printed by `{}` as {} as possible. The workspace holds the repository "
       "({} files); the command runs in a clean copy of it with your editable files put in, and "
       "the number on its last line of output is the score ({}; the median of {} run{} is kept).",
-      d.metric, d.direction == "min" ? "low" : "high", d.starter.size(), d.metric_name, d.runs,
-      d.runs == 1 ? "" : "s");
+      d.metric, d.direction == Direction::kMin ? "low" : "high", d.starter.size(), d.metric_name,
+      d.runs, d.runs == 1 ? "" : "s");
   if (!d.check.empty()) {
     s += fmt::format(
         "\n\n`{}` must still pass (exit status 0): a candidate failing it is incorrect.", d.check);
@@ -358,7 +358,7 @@ std::string render_task_toml(const TaskDraft& d) {
   s += "editable = " + toml_list(d.editable, "            ") + "\n\n";
   s += "[goal]\n";
   s += "metric = " + toml_string(d.metric_name) + "\n";
-  s += "direction = " + toml_string(d.direction) + "\n\n";
+  s += "direction = " + toml_string(to_string(d.direction)) + "\n\n";
   s += "[evaluator]\n";
   s += fmt::format("command = [\"{{python}}\", {}]\n", toml_string(kEvaluatorFile));
   s += "timeout_s = " + number(d.timeout_s) + "\n";

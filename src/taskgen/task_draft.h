@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/events.h"
+
 namespace marathon::taskgen {
 
 // What `marathon init` was asked, from its flags or the answers of --interactive.
@@ -61,7 +63,7 @@ struct TaskDraft {
   std::string name;
   std::string description;
   std::string metric_name = "metric";
-  std::string direction = "min";
+  Direction direction = Direction::kMin;
   std::string metric;
   std::string check;
   std::vector<std::string> starter;  // the committed files, relative to repo/

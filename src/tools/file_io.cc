@@ -24,10 +24,11 @@ bool looks_binary(const std::string& bytes) {
 NewEvent workspace_written(const std::string& relative, const std::string& bytes,
                            ToolContext& ctx) {
   std::string sha = ctx.put_blob ? ctx.put_blob(bytes) : sha256_hex(bytes);
-  NewEvent e;
-  e.type = ev::kWorkspaceWritten;
-  e.payload = {{"path", relative}, {"sha", sha}, {"size", bytes.size()}};
-  return e;
+  events::WorkspaceWritten w;
+  w.path = relative;
+  w.sha = sha;
+  w.size = static_cast<int64_t>(bytes.size());
+  return make_event(w);
 }
 
 std::string write_refusal(const ToolContext& ctx, const std::string& tool,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/eval_result.h"
 #include "eval/evaluator.h"
 #include "eval/result_cache.h"
 
@@ -46,34 +47,28 @@ std::string metrics_text(const json& m) {
 
 }  // namespace
 
-std::string describe_evaluation(const json& p, const State& before) {
-  const json r = p.value("result", json::object());
-  std::string cand = p.value("candidate", "").substr(0, 12);
-  bool cached = p.value("cached", false);
+std::string describe_evaluation(const events::EvalFinished& p, const State& before) {
+  const EvalResult r = read_eval_result(p.result);
+  std::string cand = p.candidate.substr(0, 12);
   std::string out = fmt::format("evaluation of candidate {} ({}): status {}\n", cand,
-                                cached ? "served from the result cache, not re-run"
-                                       : fmt::format("ran in {:.1f} s", p.value("elapsed_s", 0.0)),
-                                p.value("status", "ok"));
-  bool correct = r.value("correct", false);
-  json violations = r.value("violations", json::array());
-  out += fmt::format("correct: {} | {}: {}", correct ? "yes" : "NO",
+                                p.cached ? "served from the result cache, not re-run"
+                                         : fmt::format("ran in {:.1f} s", p.elapsed_s),
+                                to_string(p.status));
+  out += fmt::format("correct: {} | {}: {}", r.correct ? "yes" : "NO",
                      before.goal.metric.empty() ? "score" : before.goal.metric,
-                     num(r.value("score", json())));
-  const json m = r.value("metrics", json::object());
-  if (m.is_object() && m.contains("baseline_score")) {
-    out += fmt::format(" (baseline {})", num(m["baseline_score"]));
-  }
+                     r.score ? num(*r.score) : num(json()));
+  if (r.baseline_score) out += fmt::format(" (baseline {})", num(*r.baseline_score));
   if (before.best_score) {
     out += fmt::format(" | best before: {} ({})", num(*before.best_score),
                        before.best_candidate.substr(0, 12));
   }
   out += "\n";
-  if (violations.is_array() && !violations.empty()) {
-    out += "violations (this result never counts as an improvement): " + violations.dump() + "\n";
+  if (r.violations.is_array() && !r.violations.empty()) {
+    out += "violations (this result never counts as an improvement): " + r.violations.dump() + "\n";
   }
-  std::string mt = metrics_text(m);
+  std::string mt = metrics_text(r.metrics);
   if (!mt.empty()) out += "metrics: " + mt + "\n";
-  std::string log = r.value("log", "");
+  std::string log = r.log;
   if (log.size() > 1500) log = log.substr(0, 1500) + "\n[log cut]";
   if (!log.empty()) out += "log: " + log;
   return out;
@@ -120,39 +115,44 @@ class EvaluateTool : public Tool {
       auto it = s.workspace.find(f.path);
       if (it != s.workspace.end() && it->second == f.hash_value) continue;
       ctx.put_blob(f.bytes);
-      r.events.push_back({ev::kWorkspaceWritten,
-                          {{"path", f.path},
-                           {"sha", f.hash_value},
-                           {"size", f.bytes.size()},
-                           {"source", "sync"}}});
+      events::WorkspaceWritten w;
+      w.path = f.path;
+      w.sha = f.hash_value;
+      w.size = static_cast<int64_t>(f.bytes.size());
+      w.source = events::WorkspaceWritten::kSync;
+      r.events.push_back(make_event(w));
     }
     for (const auto& [path, sha] : s.workspace) {
       if (is_editable(task, path) && !disk.count(path)) {
-        r.events.push_back(
-            {ev::kWorkspaceWritten, {{"path", path}, {"deleted", true}, {"source", "sync"}}});
+        events::WorkspaceWritten w;
+        w.path = path;
+        w.deleted = true;
+        w.source = events::WorkspaceWritten::kSync;
+        r.events.push_back(make_event(w));
       }
     }
 
     std::string candidate = eval::candidate_hash(disk);
     std::string key = eval::cache_key(s.task, candidate, eval::detect_device());
-    json p = {{"candidate", candidate}, {"cache_key", key}, {"strategy", strategy}};
-    if (std::optional<json> hit = eval::cached_result(s, key)) {
-      p["cached"] = true;
-      p["status"] = hit->value("status", "ok");
-      p["result"] = hit->value("result", json::object());
-      p["elapsed_s"] = 0.0;
-      p["gpu_s"] = 0.0;
+    events::EvalFinished p;
+    p.candidate = candidate;
+    p.cache_key = key;
+    p.strategy = strategy;
+    if (std::optional<EvalCacheEntry> hit = eval::cached_result(s, key)) {
+      p.cached = true;
+      p.status = hit->status;
+      p.result = hit->result;
     } else {
       eval::EvalOutcome o = eval::run_evaluator(task, ctx.workspace);
-      p["cached"] = false;
-      p["status"] = eval::to_string(o.status);
-      p["result"] = o.result;
-      p["elapsed_s"] = o.elapsed_s;
-      p["gpu_s"] = task.needs_gpu ? o.elapsed_s : 0.0;
+      p.cached = false;
+      p.status = o.status;
+      p.result = o.result;
+      p.elapsed_s = o.elapsed_s;
+      p.gpu_s = task.needs_gpu ? o.elapsed_s : 0.0;
     }
     r.output = describe_evaluation(p, s);
-    r.ok = p["status"] == "ok";
-    r.events.push_back({ev::kEvalFinished, p});
+    r.ok = p.status == EvalStatus::kOk;
+    r.events.push_back(make_event(p));
     return r;
   }
 };

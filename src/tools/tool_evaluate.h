@@ -23,6 +23,6 @@ std::unique_ptr<Tool> make_evaluate_tool();
 TaskSpec task_of_run(const State& state);
 
 // The compact text the model gets for one evaluation (pure).
-std::string describe_evaluation(const json& eval_finished_payload, const State& before);
+std::string describe_evaluation(const events::EvalFinished& p, const State& before);
 
 }  // namespace marathon

@@ -44,7 +44,7 @@ class FinishTool : public Tool {
     }
     std::string summary = args.at("summary").get<std::string>();
     r.finishes_run = true;
-    r.events.push_back({ev::kRunFinished, {{"reason", "finish"}, {"summary", summary}}});
+    r.events.push_back(make_event(events::RunFinished{"finish", summary}));
     std::string best = "no correct evaluation";
     if (ctx.state && ctx.state->best_score) {
       best = fmt::format("best score {:.4g} (candidate {})", *ctx.state->best_score,

@@ -18,7 +18,11 @@ class NoteTool : public Tool {
   json parameters() const override {
     return {{"type", "object"},
             {"properties",
-             {{"kind", {{"type", "string"}, {"enum", {"strategy", "finding", "dead_end"}}}},
+             {{"kind",
+               {{"type", "string"},
+                {"enum",
+                 {to_string(LedgerKind::kStrategy), to_string(LedgerKind::kFinding),
+                  to_string(LedgerKind::kDeadEnd)}}}},
               {"text", {{"type", "string"}, {"minLength", 1}}}}},
             {"required", {"kind", "text"}},
             {"additionalProperties", false}};
@@ -27,12 +31,13 @@ class NoteTool : public Tool {
 
   ToolResult run(const json& args, ToolContext&) override {
     ToolResult r;
-    std::string kind = args.at("kind").get<std::string>();
+    // The parameters' enum admits exactly the note kinds (the registry checked the arguments).
+    LedgerKind kind = ledger_kind_from_string(args.at("kind").get<std::string>());
     std::string text = args.at("text").get<std::string>();
     bool cut = text.size() > kMaxNoteChars;
     if (cut) text = text.substr(0, kMaxNoteChars);
-    r.events.push_back({ev::kLedgerNoted, {{"kind", kind}, {"text", text}}});
-    r.output = fmt::format("noted ({}){}", kind,
+    r.events.push_back(make_event(events::LedgerNoted{kind, text}));
+    r.output = fmt::format("noted ({}){}", to_string(kind),
                            cut ? fmt::format("; cut to {} characters", kMaxNoteChars) : "");
     return r;
   }

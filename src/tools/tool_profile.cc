@@ -39,19 +39,21 @@ class ProfileTool : public Tool {
     eval::EvalOptions eo;
     eo.env.emplace("MARATHON_PROFILE", std::string(1, '1'));
     eval::EvalOutcome o = eval::run_evaluator(task, ctx.workspace, eo);
-    const json& res = o.result;
+    const EvalResult res = read_eval_result(o.result);
     r.ok = o.status == eval::EvalStatus::kOk;
     r.gpu_s = task.needs_gpu ? o.elapsed_s : 0.0;
     std::string out =
         fmt::format("profile ({}, {:.1f} s)\n", eval::to_string(o.status), o.elapsed_s);
-    for (const char* k : {"profile", "metrics", "details"}) {
-      if (res.contains(k) && !res[k].empty()) {
-        std::string text = res[k].dump();
+    for (const auto& [k, v] : {std::pair<const char*, const json*>{"profile", &res.profile},
+                               {"metrics", &res.metrics},
+                               {"details", &res.details}}) {
+      if (!v->is_null() && !v->empty()) {
+        std::string text = v->dump();
         if (text.size() > 2000) text = text.substr(0, 2000) + "...";
         out += fmt::format("{}: {}\n", k, text);
       }
     }
-    std::string log = res.value("log", "");
+    std::string log = res.log;
     if (log.size() > 2000) log = log.substr(0, 2000) + "\n[log cut]";
     out += "log: " + log;
     r.output = out;

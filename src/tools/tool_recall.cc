@@ -47,12 +47,15 @@ class RecallTool : public Tool {
       return r;
     }
     const Event& e = found.front();
-    if (e.type == ev::kModelResponse && !e.payload.contains("purpose")) {
-      // A reply the prompt shows cut to fit the window: the whole of it, from the log.
-      r.output = recall_page_of(seq, "the model's reply", reply_text(e.payload), offset);
-      return r;
+    if (is<events::ModelResponse>(e)) {
+      auto reply = payload_of<events::ModelResponse>(e);
+      if (reply.purpose.empty()) {
+        // A reply the prompt shows cut to fit the window: the whole of it, from the log.
+        r.output = recall_page_of(seq, "the model's reply", reply_text(reply), offset);
+        return r;
+      }
     }
-    if (e.type != ev::kToolFinished) {
+    if (!is<events::ToolFinished>(e)) {
       r.ok = false;
       r.output = fmt::format(
           "recall: seq {} is a {} event, not a tool output or a model reply; pass the seq shown "
@@ -60,8 +63,9 @@ class RecallTool : public Tool {
           seq, e.type);
       return r;
     }
-    std::string full = e.payload.value("output", "");
-    std::string sha = e.payload.value("output_sha", "");
+    auto finished = payload_of<events::ToolFinished>(e);
+    std::string full = finished.output;
+    const std::string& sha = finished.output_sha;
     if (!sha.empty() && ctx.get_blob) {
       try {
         full = ctx.get_blob(sha);
@@ -70,17 +74,16 @@ class RecallTool : public Tool {
             fmt::format("\n[recall: the uncapped output (blob {}) is missing: {}]", sha, ex.what());
       }
     }
-    r.output = recall_page(seq, e.payload.value("name", "?"), full, offset);
+    r.output = recall_page(seq, finished.name.empty() ? "?" : finished.name, full, offset);
     return r;
   }
 };
 
 }  // namespace
 
-std::string reply_text(const json& payload) {
-  const json& m = payload.contains("message") && payload.at("message").is_object()
-                      ? payload.at("message")
-                      : json::object();
+std::string reply_text(const events::ModelResponse& response) {
+  static const json kNone = json::object();
+  const json& m = response.message.is_object() ? response.message : kNone;
   std::string out;
   if (m.contains("content") && m.at("content").is_string()) {
     out = m.at("content").get<std::string>();

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/event.h"
+#include "core/events.h"
 #include "tools/tool.h"
 
 namespace marathon {
@@ -26,8 +27,8 @@ std::string recall_page(int64_t seq, const std::string& tool_name, const std::st
 std::string recall_page_of(int64_t seq, const std::string& what, const std::string& full,
                            size_t offset, size_t page_bytes = kRecallPageBytes);
 
-// A model.response payload's reply as recall shows it: the text, then each tool call with its
-// name, id and arguments (pure).
-std::string reply_text(const json& payload);
+// A model.response's reply as recall shows it: the text, then each tool call with its name, id
+// and arguments (pure).
+std::string reply_text(const events::ModelResponse& response);
 
 }  // namespace marathon

@@ -1,5 +1,7 @@
 #include "tools/tool_registry.h"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 
 #include "tools/json_schema.h"
@@ -54,43 +56,72 @@ std::optional<json> parse_tool_arguments(const std::string& tool, const std::str
   }
 }
 
-ToolResult ToolRegistry::call(const std::string& name, const std::string& arguments_text,
-                              ToolContext& ctx) const {
+CheckedCall ToolRegistry::check(const std::string& name, const std::string& arguments_text) const {
+  if (!find(name)) return check_json(name, json::object());  // the unknown name first
   std::string error;
-  auto args = parse_tool_arguments(name, arguments_text, &error);
+  std::optional<json> args = parse_tool_arguments(name, arguments_text, &error);
   if (!args) {
+    CheckedCall c;
+    c.tool = find(name);
+    c.error = "error: " + error;
+    return c;
+  }
+  return check_json(name, std::move(*args));
+}
+
+CheckedCall ToolRegistry::check_json(const std::string& name, json arguments) const {
+  CheckedCall c;
+  c.tool = find(name);
+  if (!c.tool) {
+    std::string valid;
+    for (const std::string& n : names()) valid += (valid.empty() ? "" : ", ") + n;
+    c.error = fmt::format("error: unknown tool \"{}\"; the tools are: {}", name, valid);
+    return c;
+  }
+  std::vector<std::string> problems = validate_schema(arguments, c.tool->parameters());
+  if (!problems.empty()) {
+    c.error = fmt::format("error: invalid arguments for `{}`:", name);
+    for (const std::string& p : problems) c.error += "\n- " + p;
+    c.error += "\nexpected schema: " + c.tool->parameters().dump();
+    return c;
+  }
+  c.arguments = std::move(arguments);
+  return c;
+}
+
+ToolResult ToolRegistry::run(Tool& tool, const json& arguments, ToolContext& ctx) {
+  try {
+    return tool.run(arguments, ctx);
+  } catch (const std::exception& e) {
     ToolResult r;
     r.ok = false;
-    r.output = error;
+    r.output = fmt::format("{} failed: {}", tool.name(), e.what());
     return r;
   }
-  return call_json(name, *args, ctx);
+}
+
+namespace {
+
+ToolResult run_checked(const CheckedCall& c, ToolContext& ctx) {
+  if (!c.ok()) {
+    ToolResult r;
+    r.ok = false;
+    r.output = c.error;
+    return r;
+  }
+  return ToolRegistry::run(*c.tool, c.arguments, ctx);
+}
+
+}  // namespace
+
+ToolResult ToolRegistry::call(const std::string& name, const std::string& arguments_text,
+                              ToolContext& ctx) const {
+  return run_checked(check(name, arguments_text), ctx);
 }
 
 ToolResult ToolRegistry::call_json(const std::string& name, const json& arguments,
                                    ToolContext& ctx) const {
-  ToolResult r;
-  r.ok = false;
-  Tool* tool = find(name);
-  if (!tool) {
-    std::string valid;
-    for (const auto& n : names()) valid += (valid.empty() ? "" : ", ") + n;
-    r.output = "unknown tool '" + name + "'; valid tools: " + valid;
-    return r;
-  }
-  auto problems = validate_schema(arguments, tool->parameters());
-  if (!problems.empty()) {
-    r.output = "invalid arguments for " + name + ":";
-    for (const auto& p : problems) r.output += "\n- " + p;
-    r.output += "\nexpected schema: " + tool->parameters().dump();
-    return r;
-  }
-  try {
-    return tool->run(arguments, ctx);
-  } catch (const std::exception& e) {
-    r.output = name + " failed: " + e.what();
-    return r;
-  }
+  return run_checked(check_json(name, arguments), ctx);
 }
 
 }  // namespace marathon

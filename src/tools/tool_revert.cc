@@ -73,8 +73,11 @@ class RevertTool : public Tool {
         failed.push_back(gone.error().message());
         continue;
       }
-      r.events.push_back(
-          {ev::kWorkspaceWritten, {{"path", path}, {"deleted", true}, {"source", "revert"}}});
+      events::WorkspaceWritten w;
+      w.path = path;
+      w.deleted = true;
+      w.source = events::WorkspaceWritten::kRevert;
+      r.events.push_back(make_event(w));
       ++deleted;
     }
     for (const auto& [path, sha] : snapshot) {
@@ -88,9 +91,12 @@ class RevertTool : public Tool {
       }
       auto cur = s.workspace.find(path);
       if (cur != s.workspace.end() && cur->second == sha) continue;
-      r.events.push_back(
-          {ev::kWorkspaceWritten,
-           {{"path", path}, {"sha", sha}, {"size", bytes.size()}, {"source", "revert"}}});
+      events::WorkspaceWritten w;
+      w.path = path;
+      w.sha = sha;
+      w.size = static_cast<int64_t>(bytes.size());
+      w.source = events::WorkspaceWritten::kRevert;
+      r.events.push_back(make_event(w));
       ++written;
     }
     if (!failed.empty()) {

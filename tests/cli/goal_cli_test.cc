@@ -30,7 +30,7 @@ class GoalCli : public ::testing::Test {
     return rc;
   }
   size_t goal_events() {
-    return mt::events_of_type(mt::load_events(run_), ev::kGoalChanged).size();
+    return mt::events_of_type(mt::load_events(run_), events::GoalChanged::kType).size();
   }
 
   mt::TempDir tmp_{"goal-cli"};
@@ -43,24 +43,24 @@ TEST_F(GoalCli, EachVerbAppendsOneGoalChangedAndTheFoldFollows) {
   ASSERT_EQ(goal({"set", run_.string(), "make the value at least 10"}), 0) << out_;
   State s = mt::load_state(run_);
   EXPECT_EQ(s.goal.objective, "make the value at least 10");
-  EXPECT_EQ(s.goal.status, "active");
+  EXPECT_EQ(s.goal.status, GoalStatus::kActive);
   EXPECT_EQ(goal_events(), 1u);
 
   ASSERT_EQ(goal({"pause", run_.string(), "waiting for a new evaluator"}), 0) << out_;
   s = mt::load_state(run_);
-  EXPECT_EQ(s.goal.status, "paused");
+  EXPECT_EQ(s.goal.status, GoalStatus::kPaused);
   EXPECT_EQ(s.goal.progress, "waiting for a new evaluator");
 
   ASSERT_EQ(goal({"edit", run_.string(), "make the value at least 20"}), 0) << out_;
   s = mt::load_state(run_);
   EXPECT_EQ(s.goal.objective, "make the value at least 20");
-  EXPECT_EQ(s.goal.status, "paused") << "edit changes the text, not the status";
+  EXPECT_EQ(s.goal.status, GoalStatus::kPaused) << "edit changes the text, not the status";
 
   ASSERT_EQ(goal({"resume", run_.string()}), 0) << out_;
-  EXPECT_EQ(mt::load_state(run_).goal.status, "active");
+  EXPECT_EQ(mt::load_state(run_).goal.status, GoalStatus::kActive);
 
   ASSERT_EQ(goal({"clear", run_.string()}), 0) << out_;
-  EXPECT_EQ(mt::load_state(run_).goal.status, "cleared");
+  EXPECT_EQ(mt::load_state(run_).goal.status, GoalStatus::kCleared);
   EXPECT_EQ(goal_events(), 5u);
 }
 

@@ -63,7 +63,7 @@ TEST_F(InitCli, AFreshRepositoryBecomesATaskWhoseStarterEvaluatesToItsBaseline) 
   expect_says("baseline    7");
   TaskSpec t = load_task(tmp_ / "value-task");
   EXPECT_EQ(t.name, "value-task");
-  EXPECT_EQ(t.goal.direction, "min");
+  EXPECT_EQ(t.goal.direction, Direction::kMin);
   EXPECT_EQ(t.rules["baseline"], 7);
   EXPECT_EQ(t.rules["runs"], 2);
   EXPECT_EQ(t.rules["protected"], json({"measure.sh", "tests/*"}))
@@ -194,7 +194,7 @@ TEST_F(InitCli, InteractiveAsksTheSameQuestions) {
   ASSERT_EQ(marathon({"init", "--interactive"}, answers.string()), 0) << out_;
   expect_says("answer min or max");
   TaskSpec t = load_task(tmp_ / "asked");
-  EXPECT_EQ(t.goal.direction, "max");
+  EXPECT_EQ(t.goal.direction, Direction::kMax);
   EXPECT_EQ(t.editable, (std::vector<std::string>{"value.txt", "src/*"}));
   EXPECT_EQ(t.rules["check"], "sh tests/check.sh");
   EXPECT_EQ(t.rules["runs"], 1);

@@ -31,7 +31,7 @@ class StopCli : public ::testing::Test {
     EventStore::open((run_ / "events.db").string(), EventStore::Mode::kOpen)->append(e);
   }
   std::vector<Event> requests() {
-    return mt::events_of_type(mt::load_events(run_), ev::kRunStopRequested);
+    return mt::events_of_type(mt::load_events(run_), events::RunStopRequested::kType);
   }
 
   mt::TempDir tmp_{"stop-cli"};
@@ -48,7 +48,7 @@ TEST_F(StopCli, AnOpenRunGetsOneStopRequestWithItsReason) {
 }
 
 TEST_F(StopCli, APausedRunIsLeftAlone) {
-  append({ev::kRunPaused, {{"reason", "interrupted"}}});
+  append({events::RunPaused::kType, {{"reason", "interrupted"}}});
   size_t before = mt::load_events(run_).size();
   ASSERT_EQ(stop({run_.string()}), 0) << out_;
   EXPECT_NE(out_.find("already stopped"), std::string::npos) << out_;
@@ -56,7 +56,7 @@ TEST_F(StopCli, APausedRunIsLeftAlone) {
 }
 
 TEST_F(StopCli, AFinishedRunIsAnErrorAndAppendsNothing) {
-  append({ev::kRunFinished, {{"reason", "finish"}}});
+  append({events::RunFinished::kType, {{"reason", "finish"}}});
   size_t before = mt::load_events(run_).size();
   EXPECT_EQ(stop({run_.string()}), 2);
   EXPECT_NE(out_.find("finished"), std::string::npos) << out_;

@@ -12,6 +12,7 @@
 #include "core/event_store.h"
 #include "core/fold.h"
 #include "core/run_dir.h"
+#include "policy/policy.h"
 
 using namespace marathon;
 
@@ -79,8 +80,9 @@ int main(int argc, char** argv) {
     const Event* last = nullptr;
     for (auto it = events.rbegin(); it != events.rend(); ++it) {
       const std::string& t = it->type;
-      if (t == ev::kModelRequest || t == ev::kToolStarted || t == ev::kToolFinished ||
-          (t == ev::kModelResponse && !it->payload.contains("purpose"))) {
+      if (t == events::ModelRequest::kType || t == events::ToolStarted::kType ||
+          t == events::ToolFinished::kType ||
+          (t == events::ModelResponse::kType && !it->payload.contains("purpose"))) {
         last = &*it;
         break;
       }
@@ -88,24 +90,25 @@ int main(int argc, char** argv) {
     const int64_t n = state.used.tool_calls;
     const std::string id = "c" + std::to_string(n);
     const std::string name = (n >= 10 && n < 13) ? "note" : "read_file";
-    if (last && last->type == ev::kModelRequest) {
+    if (last && last->type == events::ModelRequest::kType) {
       int64_t estimate = last->payload.value("tokens_estimate", int64_t{0});
       json call = {{"id", id}, {"name", name}, {"arguments", R"({"path":"kernel.cc"})"}};
-      append(ne(ev::kModelResponse,
+      append(ne(events::ModelResponse::kType,
                 {{"message",
                   {{"content", "reading again, step " + std::to_string(n)},
                    {"tool_calls", json::array({call})}}},
                  {"usage", {{"prompt_tokens", estimate * 11 / 10}, {"completion_tokens", 30}}}}));
-    } else if (last && last->type == ev::kModelResponse) {
-      append(
-          ne(ev::kToolStarted, {{"call_id", id}, {"name", name}, {"arguments", json::object()}}));
-    } else if (last && last->type == ev::kToolStarted) {
+    } else if (last && last->type == events::ModelResponse::kType) {
+      append(ne(events::ToolStarted::kType,
+                {{"call_id", id}, {"name", name}, {"arguments", json::object()}}));
+    } else if (last && last->type == events::ToolStarted::kType) {
       std::string out =
           name == "note" ? "noted" : filler(1200 + (n * 37) % 1500, static_cast<int>(n));
       std::vector<NewEvent> batch = {
-          ne(ev::kToolFinished, {{"call_id", id}, {"name", name}, {"ok", true}, {"output", out}})};
+          ne(events::ToolFinished::kType,
+             {{"call_id", id}, {"name", name}, {"ok", true}, {"output", out}})};
       if (name == "note") {
-        batch.push_back(ne(ev::kLedgerNoted,
+        batch.push_back(ne(events::LedgerNoted::kType,
                            {{"kind", "dead_end"}, {"text", "DEAD-END-" + std::to_string(n)}}));
       }
       for (const Event& e : store->append_batch(batch)) {
@@ -117,14 +120,14 @@ int main(int argc, char** argv) {
       if (plan.needed()) {
         std::printf("C\n");
         std::fflush(stdout);
-        context::run_compaction(plan, State(state), std::vector<Event>(events), cfg, &summariser,
-                                io);
+        context::run_compaction(plan, State(state), std::vector<Event>(events), cfg,
+                                summariser_of(summariser, nullptr), io);
       }
       context::Prompt p = context::build_prompt(state, events, cfg);
       std::printf("P %lld %s\n", static_cast<long long>(state.last_seq),
                   sha256_hex(p.messages.dump()).c_str());
       std::fflush(stdout);
-      append(ne(ev::kModelRequest, {{"turn", 1}, {"tokens_estimate", p.tokens_raw}}));
+      append(ne(events::ModelRequest::kType, {{"turn", 1}, {"tokens_estimate", p.tokens_raw}}));
     }
   }
   std::printf("DONE %lld\n", static_cast<long long>(state.used.tool_calls));

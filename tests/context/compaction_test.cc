@@ -7,6 +7,7 @@
 #include "context/goal_block.h"
 #include "context/token_estimate.h"
 #include "log_builder.h"
+#include "policy/policy.h"
 
 namespace marathon::context {
 namespace {
@@ -25,6 +26,7 @@ class ScriptedSummariser : public Policy {
       "Tried tiling 32/64/128 (64 best, score 1.9); unroll 16 spilled. Next: vectorise.";
   bool fail = false;
   bool throws = false;
+  bool usage_rejected = false;  // the provider's usage was not believed: ours is an estimate
   int calls = 0;
   std::string last_prompt;
   std::string name() const override { return "scripted"; }
@@ -41,6 +43,11 @@ class ScriptedSummariser : public Policy {
       reply.error = json{{"kind", "transport"}, {"message", "HTTP 503 from 127.0.0.1"}};
     } else {
       reply.message = json{{"role", "assistant"}, {"content", text}};
+    }
+    if (usage_rejected) {
+      reply.usage_rejected.emplace();
+      reply.usage_rejected->problems = {"usage.prompt_tokens = -5: negative"};
+      reply.usage_rejected->estimated = {1000, 100};
     }
     return reply;
   }
@@ -101,7 +108,7 @@ TEST(Compaction, ElisionAloneWhenItBringsThePromptUnderTheThreshold) {
   Blobs blobs;
   CompactionResult r = run_compaction(p, b.state, b.events, c, nullptr, io_for(b, blobs));
   ASSERT_EQ(r.appended.size(), 1u);
-  EXPECT_EQ(r.appended[0].type, kCompactionElided);
+  EXPECT_EQ(r.appended[0].type, events::CompactionElided::kType);
   EXPECT_LT(r.tokens_after, r.tokens_before);
   Prompt prompt = build_prompt(b.state, b.events, c);
   EXPECT_LE(prompt.tokens_estimate, c.soft_tokens());
@@ -126,18 +133,19 @@ TEST(Compaction, SummaryWhenElisionCannotFreeEnough) {
   ASSERT_EQ(p.action, CompactionPlan::Action::kSummarise);
   ScriptedSummariser s;
   Blobs blobs;
-  CompactionResult r = run_compaction(p, b.state, b.events, c, &s, io_for(b, blobs));
+  CompactionResult r =
+      run_compaction(p, b.state, b.events, c, summariser_of(s, nullptr), io_for(b, blobs));
   EXPECT_EQ(s.calls, 1);
   EXPECT_EQ(r.outcome, "compacted");
   EXPECT_EQ(r.source, "model");
   ASSERT_TRUE(b.state.summary.has_value());
   EXPECT_EQ(b.state.summary->text, s.text);
   EXPECT_EQ(b.state.summary->summarized_through, p.summarize_through);
-  EXPECT_EQ(count(b, ev::kCompactionProposed), 1);
+  EXPECT_EQ(count(b, events::CompactionProposed::kType), 1);
   // The summariser call is logged as a model response (budgets count it), not as a turn.
   EXPECT_EQ(b.state.used.model_calls, 60 + 1);
   const Event& inst = b.events.back();
-  EXPECT_EQ(inst.type, ev::kCompactionInstalled);
+  EXPECT_EQ(inst.type, events::CompactionInstalled::kType);
   for (const char* k :
        {"trigger", "outcome", "summarized_through", "tokens_before", "tokens_after", "source"}) {
     EXPECT_TRUE(inst.payload.contains(k)) << k;
@@ -146,6 +154,33 @@ TEST(Compaction, SummaryWhenElisionCannotFreeEnough) {
   EXPECT_TRUE(contains(prompt.messages[1]["content"], s.text));
   EXPECT_LE(prompt.tokens_estimate, c.soft_tokens());
   EXPECT_EQ(prompt.units_omitted, 0);
+}
+
+// A summariser reply whose usage is the runtime's estimate is logged as the runner logs a turn's:
+// llm.usage_rejected (naming the purpose) right before its model.response, which says so.
+TEST(Compaction, SummariserUsageThatWasNotBelievedIsLoggedAsSuch) {
+  LogBuilder b = long_log(60, 16000);
+  ContextConfig c = window(16000);
+  CompactionPlan p = plan_compaction(b.state, b.events, c);
+  ASSERT_EQ(p.action, CompactionPlan::Action::kSummarise);
+  ScriptedSummariser s;
+  s.usage_rejected = true;
+  Blobs blobs;
+  CompactionResult r =
+      run_compaction(p, b.state, b.events, c, summariser_of(s, nullptr), io_for(b, blobs));
+  EXPECT_EQ(r.outcome, "compacted");
+  ASSERT_EQ(count(b, events::LlmUsageRejected::kType), 1);
+  size_t at = 0;
+  while (b.events[at].type != events::LlmUsageRejected::kType) ++at;
+  auto w = payload_of<events::LlmUsageRejected>(b.events[at]);
+  EXPECT_EQ(w.purpose, events::ModelResponse::kPurposeCompaction);
+  EXPECT_EQ(w.provider, "openai");
+  EXPECT_EQ(w.problems, std::vector<std::string>{"usage.prompt_tokens = -5: negative"});
+  ASSERT_LT(at + 1, b.events.size());
+  ASSERT_EQ(b.events[at + 1].type, events::ModelResponse::kType);
+  auto resp = payload_of<events::ModelResponse>(b.events[at + 1]);
+  EXPECT_EQ(resp.purpose, events::ModelResponse::kPurposeCompaction);
+  EXPECT_TRUE(resp.usage_estimated);
 }
 
 TEST(Compaction, FailedSummariserFallsBackToAStructuralSummary) {
@@ -159,7 +194,7 @@ TEST(Compaction, FailedSummariserFallsBackToAStructuralSummary) {
     if (mode == 3) s.throws = true;
     Blobs blobs;
     CompactionResult r = run_compaction(plan_compaction(b.state, b.events, c), b.state, b.events, c,
-                                        &s, io_for(b, blobs));
+                                        summariser_of(s, nullptr), io_for(b, blobs));
     EXPECT_EQ(r.outcome, "compacted") << mode;
     EXPECT_EQ(r.source, "structural") << mode;
     ASSERT_TRUE(b.state.summary.has_value());
@@ -176,7 +211,7 @@ TEST(Compaction, NoSummariserMeansStructuralWithoutAModelCall) {
   CompactionResult r = run_compaction(plan_compaction(b.state, b.events, c), b.state, b.events, c,
                                       nullptr, io_for(b, blobs));
   EXPECT_EQ(r.source, "structural");
-  EXPECT_EQ(count(b, ev::kModelResponse), 60);
+  EXPECT_EQ(count(b, events::ModelResponse::kType), 60);
 }
 
 TEST(Compaction, NoopIsRecordedOnceAndNotRetriedEveryTurn) {
@@ -184,7 +219,8 @@ TEST(Compaction, NoopIsRecordedOnceAndNotRetriedEveryTurn) {
   LogBuilder b;
   b.created(700);
   for (int i = 0; i < 40; ++i) {
-    b.add(ev::kLedgerNoted, {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
+    b.add(events::LedgerNoted::kType,
+          {{"kind", "dead_end"}, {"text", "dead end " + std::to_string(i)}});
   }
   b.tool("note", {}, "ok");
   ContextConfig c = window(700);
@@ -203,16 +239,16 @@ TEST(Compaction, ManualRequestIsServedEvenUnderTheThresholdAndClearsTheRequest) 
   LogBuilder b;
   b.created();
   for (int i = 0; i < 5; ++i) b.tool("read_file", {{"path", "k.cc"}}, filler(1000));
-  b.add(ev::kCompactionRequested, {{"trigger", "manual"}});
+  b.add(events::CompactionRequested::kType, {{"trigger", "manual"}});
   ContextConfig c = window(32000);
   CompactionPlan p = plan_compaction(b.state, b.events, c);
   ASSERT_TRUE(p.needed());
   EXPECT_EQ(p.trigger, "manual");
   ScriptedSummariser s;
   Blobs blobs;
-  run_compaction(p, b.state, b.events, c, &s, io_for(b, blobs));
+  run_compaction(p, b.state, b.events, c, summariser_of(s, nullptr), io_for(b, blobs));
   EXPECT_EQ(b.state.pending_compaction_request, 0);
-  EXPECT_EQ(b.events.back().type, ev::kCompactionInstalled);
+  EXPECT_EQ(b.events.back().type, events::CompactionInstalled::kType);
   EXPECT_EQ(b.events.back().payload["trigger"], "manual");
   EXPECT_FALSE(plan_compaction(b.state, b.events, c).needed());
 }
@@ -226,7 +262,8 @@ TEST(Compaction, OverflowCompactsHarderThanTheThresholdWould) {
   EXPECT_EQ(p.reason, "context_length_error");
   ScriptedSummariser s;
   Blobs blobs;
-  CompactionResult r = run_compaction(p, b.state, b.events, c, &s, io_for(b, blobs));
+  CompactionResult r =
+      run_compaction(p, b.state, b.events, c, summariser_of(s, nullptr), io_for(b, blobs));
   EXPECT_LT(r.tokens_after, r.tokens_before / 2);
 }
 
@@ -252,14 +289,15 @@ TEST(Compaction, ResumeFinishesAnInterruptedCompactionWithoutAskingTheModelAgain
     Blobs blobs;
     const size_t before = full.events.size();
     CompactionPlan p = plan_compaction(full.state, full.events, c);
-    run_compaction(p, full.state, full.events, c, &s, io_for(full, blobs));
+    run_compaction(p, full.state, full.events, c, summariser_of(s, nullptr), io_for(full, blobs));
     // Rebuild the log as the crash left it: everything up to the cut.
     LogBuilder crashed;
     size_t stage2_seen = 0;
     for (size_t i = 0; i < full.events.size(); ++i) {
       const Event& e = full.events[i];
-      if (i >= before && (e.type == ev::kModelResponse || e.type == ev::kCompactionProposed ||
-                          e.type == ev::kCompactionInstalled)) {
+      if (i >= before &&
+          (e.type == events::ModelResponse::kType || e.type == events::CompactionProposed::kType ||
+           e.type == events::CompactionInstalled::kType)) {
         if (++stage2_seen > static_cast<size_t>(cut_after)) break;
       }
       crashed.add(e.type, e.payload);
@@ -268,7 +306,8 @@ TEST(Compaction, ResumeFinishesAnInterruptedCompactionWithoutAskingTheModelAgain
     CompactionPlan resume = plan_compaction(crashed.state, crashed.events, c);
     EXPECT_EQ(resume.reason, "resume");
     ScriptedSummariser s2;
-    run_compaction(resume, crashed.state, crashed.events, c, &s2, io_for(crashed, blobs));
+    run_compaction(resume, crashed.state, crashed.events, c, summariser_of(s2, nullptr),
+                   io_for(crashed, blobs));
     EXPECT_EQ(s2.calls, 0) << cut_after;
     ASSERT_TRUE(crashed.state.summary.has_value());
     EXPECT_EQ(crashed.state.summary->text, full.state.summary->text);
@@ -280,13 +319,11 @@ TEST(Compaction, ResumeFinishesAnInterruptedCompactionWithoutAskingTheModelAgain
 
 TEST(Compaction, SummaryRequestCarriesPreviousSummaryAndTheTurns) {
   LogBuilder b = long_log(5, 32000);
-  PolicyRequest r =
-      summary_request(b.state, b.events, window(32000), "EARLIER", 0, b.events.back().seq, 0);
+  SummaryRequest r = summary_request(b.events, window(32000), "EARLIER", 0, b.events.back().seq, 0);
   std::string all = r.messages.dump();
   EXPECT_TRUE(contains(all, "EARLIER"));
   EXPECT_TRUE(contains(all, "Trying variant 4"));
   EXPECT_TRUE(contains(all, "write_file"));
-  EXPECT_TRUE(r.tools.empty());
 }
 
 }  // namespace

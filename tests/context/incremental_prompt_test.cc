@@ -4,6 +4,8 @@
 // bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "context/compaction.h"
 #include "context/prompt_builder.h"
 #include "core/event_store.h"
@@ -42,30 +44,43 @@ bool expect_same_prompt(const Prompt& cached, const Prompt& scratch, const json&
 
 struct Counts {
   int elisions = 0, summaries = 0, noops = 0, overflow = 0, omitted_prompts = 0;
+  size_t most_kept = 0;  // with drop: the most events the cache was given at once
 };
 
 // Drives a scripted run the way the loop does, with one cache for the whole run, and compares
-// every plan and prompt with a from-scratch build of the same log.
-Counts compare_over_run(int64_t window, unsigned seed, int steps, bool compact) {
+// every plan and prompt with a from-scratch build of the same log. With `drop`, the cache is given
+// what the runner keeps: the log less what drop_summarized_events dropped after each prompt.
+Counts compare_over_run(int64_t window, unsigned seed, int steps, bool compact, bool drop = false) {
   ScriptedLog log(window, seed);
   PromptCache cache(log.config, log.tools);
   Counts n;
+  std::vector<Event> kept;
+  auto given = [&]() -> const std::vector<Event>& {
+    if (!drop) return log.b.events;
+    const int64_t last = kept.empty() ? 0 : kept.back().seq;
+    for (size_t i = first_index_after(log.b.events, last); i < log.b.events.size(); ++i) {
+      kept.push_back(log.b.events[i]);
+    }
+    n.most_kept = std::max(n.most_kept, kept.size());
+    return kept;
+  };
   for (int step = 0; step < steps; ++step) {
     if (compact) {
       const Force force = step % 97 == 96 ? Force::kOverflow : Force::kNone;
-      CompactionPlan plan = plan_compaction(cache, log.b.state, log.b.events, force);
+      CompactionPlan plan = plan_compaction(cache, log.b.state, given(), force);
       expect_same_plan(
           plan, plan_compaction(log.b.state, log.b.events, log.config, log.tools, force), step);
       if (plan.needed()) {
         n.overflow += force == Force::kOverflow;
-        CompactionResult r =
-            run_compaction(cache, plan, log.b.state, log.b.events, &log.summariser, log.io());
+        CompactionResult r = run_compaction(cache, plan, log.b.state, given(),
+                                            summariser_of(log.summariser, nullptr), log.io());
         n.elisions += r.source == "elision";
         n.summaries += r.source == "model" || r.source == "structural";
         n.noops += r.outcome == "noop";
       }
     }
-    Prompt p = build_prompt(cache, log.b.state, log.b.events);
+    Prompt p = build_prompt(cache, log.b.state, given());
+    if (drop) drop_summarized_events(cache, kept);
     if (!expect_same_prompt(p, build_prompt(log.b.state, log.b.events, log.config, log.tools),
                             log.tools, step)) {
       break;
@@ -86,6 +101,15 @@ TEST(IncrementalPrompt, MatchesAFromScratchBuildAtEveryStepOfALongCompactingRun)
   EXPECT_GT(n.overflow, 5);
   std::printf("32k window, 1200 turns: %d elisions, %d summaries, %d no-ops, %d forced\n",
               n.elisions, n.summaries, n.noops, n.overflow);
+}
+
+// The runner keeps only the events after the installed summary point; the cache given those gives
+// what a build from the whole log gives.
+TEST(IncrementalPrompt, GivenOnlyTheEventsAfterTheSummaryPointMatchesAFromScratchBuild) {
+  Counts n = compare_over_run(32000, 9, 600, true, /*drop=*/true);
+  EXPECT_GT(n.summaries, 5);
+  EXPECT_GT(n.most_kept, 0u);
+  EXPECT_LT(n.most_kept, 1200u) << "the kept events are bounded by the window, not the log";
 }
 
 TEST(IncrementalPrompt, MatchesAFromScratchBuildInASmallWindow) {
@@ -113,22 +137,22 @@ TEST(IncrementalPrompt, SummaryPointsInsideAUnitOrBehindTheLastOneGiveTheSameUni
     EXPECT_EQ(a.sha256, s.sha256) << what;
   };
   auto two_calls = [&](const std::string& x, const std::string& y) {
-    b.add(ev::kModelRequest, {{"turn", 1}});
-    b.add(ev::kModelResponse,
+    b.add(events::ModelRequest::kType, {{"turn", 1}});
+    b.add(events::ModelResponse::kType,
           {{"message",
             {{"content", "two at once"},
              {"tool_calls", json::array({{{"id", x}, {"name", "run"}, {"arguments", "{}"}},
                                          {{"id", y}, {"name", "run"}, {"arguments", "{}"}}})}}}});
   };
   auto result = [&](const std::string& id) {
-    b.add(ev::kToolStarted, {{"call_id", id}, {"name", "run"}});
+    b.add(events::ToolStarted::kType, {{"call_id", id}, {"name", "run"}});
     return b.finish(id, "run", filler(400, 'r'));
   };
   auto install = [&](int64_t through) {
-    b.add(ev::kCompactionInstalled, {{"outcome", "compacted"},
-                                     {"summary", "through " + std::to_string(through)},
-                                     {"summarized_through", through},
-                                     {"trigger", "manual"}});
+    b.add(events::CompactionInstalled::kType, {{"outcome", "compacted"},
+                                               {"summary", "through " + std::to_string(through)},
+                                               {"summarized_through", through},
+                                               {"trigger", "manual"}});
   };
   for (int i = 0; i < 5; ++i) b.tool("read_file", {{"path", "k.cc"}}, filler(500 + i));
   check("plain");
@@ -182,10 +206,10 @@ TEST(IncrementalPrompt, TheTokenRatioFitMatchesTheBackwardWalkOverTheLog) {
   for (int step = 0; step < 300; ++step) {
     log.turn(1000 + 37 * step);
     if (step % 40 == 7) {  // a summariser answer right after a request: that request is unpaired
-      log.b.add(ev::kModelRequest, {{"turn", step}, {"tokens_estimate", 500}});
-      log.b.add(ev::kModelResponse, {{"purpose", "compaction"},
-                                     {"message", {{"content", "s"}}},
-                                     {"usage", {{"prompt_tokens", 99999}}}});
+      log.b.add(events::ModelRequest::kType, {{"turn", step}, {"tokens_estimate", 500}});
+      log.b.add(events::ModelResponse::kType, {{"purpose", "compaction"},
+                                               {"message", {{"content", "s"}}},
+                                               {"usage", {{"prompt_tokens", 99999}}}});
     }
     for (; fed < log.b.events.size(); ++fed) {
       fit.add(log.b.events[fed]);

@@ -35,7 +35,8 @@ NewEvent ne(const std::string& type, json payload) {
 fs::path make_run(const TempDir& tmp) {
   RunDir dir = create_run_dir(tmp / "run");
   auto store = EventStore::open(dir.events_db().string(), EventStore::Mode::kCreate);
-  store->append(ne(ev::kRunCreated, {{"run_id", "run-kill"},
+  store->append(
+      ne(events::RunCreated::kType, {{"run_id", "run-kill"},
                                      {"task", {{"name", "t"}, {"description", "read things"}}},
                                      {"goal", {{"objective", "keep reading"}, {"metric", "value"}}},
                                      {"budget", {{"max_tool_calls", kToolCalls}}},
@@ -71,13 +72,13 @@ void check_log(const fs::path& run, int kill) {
   std::string proposed_sha;
   bool response_open = false;
   for (const Event& e : events) {
-    if (e.type == ev::kModelResponse && e.payload.contains("purpose")) {
+    if (e.type == events::ModelResponse::kType && e.payload.contains("purpose")) {
       ASSERT_FALSE(response_open) << "kill " << kill << ": summariser asked twice, seq " << e.seq;
       response_open = true;
-    } else if (e.type == ev::kCompactionProposed) {
+    } else if (e.type == events::CompactionProposed::kType) {
       proposed_sha = e.payload.value("summary_sha", "");
       response_open = false;
-    } else if (e.type == ev::kCompactionInstalled) {
+    } else if (e.type == events::CompactionInstalled::kType) {
       response_open = false;
       ASSERT_TRUE(e.payload.at("summary").is_string());
       for (const char* k : {"trigger", "outcome", "summarized_through", "tokens_before",

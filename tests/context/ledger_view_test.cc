@@ -11,7 +11,7 @@ LedgerEntry attempt(int64_t seq, const std::string& cand, double score, bool cor
                     const std::string& text) {
   LedgerEntry e;
   e.seq = seq;
-  e.kind = "attempt";
+  e.kind = LedgerKind::kAttempt;
   e.candidate = cand;
   e.score = score;
   e.correct = correct;
@@ -23,7 +23,7 @@ LedgerEntry attempt(int64_t seq, const std::string& cand, double score, bool cor
 LedgerEntry note(int64_t seq, const std::string& kind, const std::string& text) {
   LedgerEntry e;
   e.seq = seq;
-  e.kind = kind;
+  e.kind = ledger_kind_from_string(kind);
   e.text = text;
   return e;
 }
@@ -53,7 +53,7 @@ TEST(LedgerView, BestAttemptsComeFirstByDirection) {
   o.best_n = 1;
   o.recent_m = 0;
   EXPECT_TRUE(contains(render_ledger_view(l, o), "aaa correct score=3"));
-  o.direction = "min";
+  o.direction = Direction::kMin;
   std::string v = render_ledger_view(l, o);
   EXPECT_TRUE(contains(v, "bbb correct score=1"));
   EXPECT_FALSE(contains(v, "aaa"));
@@ -135,7 +135,7 @@ TEST(LedgerView, AReEvaluatedCandidateIsRankedByItsLatestResult) {
 // render of the same ledger gives, with candidates evaluated again (the latest attempt wins, and a
 // best attempt can lose its place), duplicate notes, and both directions.
 TEST(LedgerView, KeptUpToDateItRendersWhatAFreshRenderGives) {
-  for (const char* direction : {"max", "min"}) {
+  for (Direction direction : {Direction::kMax, Direction::kMin}) {
     LedgerViewOptions o;
     o.direction = direction;
     o.max_tokens = 700;
@@ -153,7 +153,7 @@ TEST(LedgerView, KeptUpToDateItRendersWhatAFreshRenderGives) {
                             i % 5 != 0, "strategy " + std::to_string(i)));
       }
       if (i % 7 == 0) continue;  // not rendered at every entry: several new ones at once
-      ASSERT_EQ(view.render(l), render_ledger_view(l, o)) << direction << " entry " << i;
+      ASSERT_EQ(view.render(l), render_ledger_view(l, o)) << to_string(direction) << " entry " << i;
       ASSERT_EQ(view.tokens(), estimate_text_tokens(view.render(l)));
     }
   }

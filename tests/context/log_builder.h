@@ -19,19 +19,20 @@ class LogBuilder {
 
   // run.created for the demo task (goal, budget, config with the window).
   void created(int64_t context_window = 32000, int64_t max_tool_calls = 1200) {
-    add(ev::kRunCreated, {{"run_id", "run-test"},
-                          {"task",
-                           {{"name", "cpu-matmul"},
-                            {"description", "Make matmul fast."},
-                            {"editable", json::array({"kernel.cc"})}}},
-                          {"task_dir", "tasks/cpu-matmul"},
-                          {"goal",
-                           {{"objective", "Beat the naive matmul by 4x"},
-                            {"metric", "speedup"},
-                            {"direction", "max"},
-                            {"target", 4.0}}},
-                          {"budget", {{"max_tool_calls", max_tool_calls}}},
-                          {"config", {{"policy", "llm"}, {"context_window", context_window}}}});
+    add(events::RunCreated::kType,
+        {{"run_id", "run-test"},
+         {"task",
+          {{"name", "cpu-matmul"},
+           {"description", "Make matmul fast."},
+           {"editable", json::array({"kernel.cc"})}}},
+         {"task_dir", "tasks/cpu-matmul"},
+         {"goal",
+          {{"objective", "Beat the naive matmul by 4x"},
+           {"metric", "speedup"},
+           {"direction", "max"},
+           {"target", 4.0}}},
+         {"budget", {{"max_tool_calls", max_tool_calls}}},
+         {"config", {{"policy", "llm"}, {"context_window", context_window}}}});
   }
 
   const Event& append(const NewEvent& n) {
@@ -55,8 +56,8 @@ class LogBuilder {
   std::string call(const std::string& name, const json& args, const std::string& text = "",
                    int64_t estimate = 0, int64_t reported = 0) {
     std::string id = fmt::format("call-{}", ++calls_);
-    add(ev::kModelRequest, {{"turn", calls_}, {"tokens_estimate", estimate}});
-    add(ev::kModelResponse,
+    add(events::ModelRequest::kType, {{"turn", calls_}, {"tokens_estimate", estimate}});
+    add(events::ModelResponse::kType,
         {{"message",
           {{"content", text},
            {"tool_calls",
@@ -65,17 +66,17 @@ class LogBuilder {
          {"provider", "openai"},
          {"model", "scripted"},
          {"finish_reason", "tool_calls"}});
-    add(ev::kToolStarted, {{"call_id", id}, {"name", name}, {"arguments", args}});
+    add(events::ToolStarted::kType, {{"call_id", id}, {"name", name}, {"arguments", args}});
     return id;
   }
 
   int64_t finish(const std::string& id, const std::string& name, const std::string& output,
                  bool ok = true) {
-    return add(ev::kToolFinished, {{"call_id", id},
-                                   {"name", name},
-                                   {"ok", ok},
-                                   {"output", output},
-                                   {"elapsed_s", 0.01}})
+    return add(events::ToolFinished::kType, {{"call_id", id},
+                                             {"name", name},
+                                             {"ok", ok},
+                                             {"output", output},
+                                             {"elapsed_s", 0.01}})
         .seq;
   }
 

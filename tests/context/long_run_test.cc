@@ -8,6 +8,7 @@
 #include "context/goal_block.h"
 #include "context/token_estimate.h"
 #include "log_builder.h"
+#include "policy/policy.h"
 
 namespace marathon::context {
 namespace {
@@ -77,7 +78,8 @@ TEST(LongRun, TwelveHundredToolCallsStayInsideA32kWindowAndRememberStepFifty) {
   int64_t max_tokens = 0, max_bytes = 0;
   for (int step = 0; step < 1200; ++step) {
     CompactionPlan plan = plan_compaction(b.state, b.events, c, tools);
-    if (plan.needed()) run_compaction(plan, b.state, b.events, c, &summariser, io, tools);
+    if (plan.needed())
+      run_compaction(plan, b.state, b.events, c, summariser_of(summariser, nullptr), io, tools);
     Prompt p = build_prompt(b.state, b.events, c, tools);
     const std::string bytes = p.messages.dump() + tools.dump();
     max_tokens = std::max(max_tokens, p.tokens_estimate);
@@ -90,7 +92,7 @@ TEST(LongRun, TwelveHundredToolCallsStayInsideA32kWindowAndRememberStepFifty) {
       EXPECT_NE(sys.find("Beat the naive matmul by 4x"), std::string::npos);
       for (const std::string& d : dead_ends) EXPECT_NE(sys.find(d), std::string::npos) << d;
     }
-    b.add(ev::kModelRequest, {{"turn", 1}, {"tokens_estimate", p.tokens_raw}});
+    b.add(events::ModelRequest::kType, {{"turn", 1}, {"tokens_estimate", p.tokens_raw}});
     std::string id = "call-" + std::to_string(step);
     std::string name;
     json args;
@@ -116,7 +118,7 @@ TEST(LongRun, TwelveHundredToolCallsStayInsideA32kWindowAndRememberStepFifty) {
       args = {{"cmd", "make bench"}};
       output = filler(900 + (step * 13) % 800, 'c');
     }
-    b.add(ev::kModelResponse,
+    b.add(events::ModelResponse::kType,
           {{"message",
             {{"content",
               "Step " + std::to_string(step) + ": next I try variant " + std::to_string(step % 17)},
@@ -125,21 +127,24 @@ TEST(LongRun, TwelveHundredToolCallsStayInsideA32kWindowAndRememberStepFifty) {
            {"usage",
             {{"prompt_tokens", static_cast<int64_t>(p.tokens_raw * 1.15)},
              {"completion_tokens", 80}}}});
-    b.add(ev::kToolStarted, {{"call_id", id}, {"name", name}, {"arguments", args}});
-    b.add(ev::kToolFinished, {{"call_id", id}, {"name", name}, {"ok", true}, {"output", output}});
-    if (name == "note") b.add(ev::kLedgerNoted, {{"kind", "dead_end"}, {"text", args["text"]}});
+    b.add(events::ToolStarted::kType, {{"call_id", id}, {"name", name}, {"arguments", args}});
+    b.add(events::ToolFinished::kType,
+          {{"call_id", id}, {"name", name}, {"ok", true}, {"output", output}});
+    if (name == "note")
+      b.add(events::LedgerNoted::kType, {{"kind", "dead_end"}, {"text", args["text"]}});
     if (name == "evaluate") {
-      b.add(ev::kEvalFinished, {{"candidate", "cand" + std::to_string(step)},
-                                {"status", "ok"},
-                                {"result", {{"correct", true}, {"score", 1.0 + step / 1000.0}}},
-                                {"strategy", "variant " + std::to_string(step % 17)}});
+      b.add(events::EvalFinished::kType,
+            {{"candidate", "cand" + std::to_string(step)},
+             {"status", "ok"},
+             {"result", {{"correct", true}, {"score", 1.0 + step / 1000.0}}},
+             {"strategy", "variant " + std::to_string(step % 17)}});
     }
   }
   EXPECT_EQ(b.state.used.tool_calls, 1200);
   int elided = 0, installed = 0, structural = 0;
   for (const Event& e : b.events) {
-    if (e.type == kCompactionElided) ++elided;
-    if (e.type == ev::kCompactionInstalled) {
+    if (e.type == events::CompactionElided::kType) ++elided;
+    if (e.type == events::CompactionInstalled::kType) {
       ++installed;
       if (e.payload.value("source", "") == "structural") ++structural;
     }

@@ -9,6 +9,7 @@
 #include "context/prompt_builder.h"
 #include "context/token_estimate.h"
 #include "log_builder.h"
+#include "policy/policy.h"
 
 namespace marathon::context {
 namespace {
@@ -73,7 +74,8 @@ Prompt step(PromptCache& cache, LogBuilder& b, Policy& summariser, Blobs& blobs,
   for (int round = 0; round < 2; ++round) {
     CompactionPlan plan = plan_compaction(cache, b.state, b.events, force);
     if (!plan.needed()) break;
-    run_compaction(cache, plan, b.state, b.events, &summariser, io_for(b, blobs));
+    run_compaction(cache, plan, b.state, b.events, summariser_of(summariser, nullptr),
+                   io_for(b, blobs));
   }
   return build_prompt(cache, b.state, b.events);
 }
@@ -95,7 +97,7 @@ TEST(OversizedUnit, ATwoMegabyteReplyIsCutSoThePromptStaysUnderTheHardThreshold)
   const std::string huge = "HEAD-MARK " + filler(2 << 20) + " TAIL-MARK";
   std::string id = b.call("note", {{"kind", "finding"}, {"text", "long thoughts"}}, huge);
   const int64_t reply_seq = b.events[b.events.size() - 2].seq;
-  ASSERT_EQ(b.events[b.events.size() - 2].type, ev::kModelResponse);
+  ASSERT_EQ(b.events[b.events.size() - 2].type, events::ModelResponse::kType);
   b.finish(id, "note", "noted");
 
   const ContextConfig cfg = window(8000);
@@ -155,19 +157,20 @@ TEST(OversizedUnit, TwoMegabytesOfCallArgumentsAreCut) {
 TEST(OversizedUnit, ATurnOfManyCappedOutputsIsCutToFit) {
   LogBuilder b;
   b.created(8000);
-  b.add(ev::kModelRequest, {{"turn", 1}, {"tokens_estimate", 0}});
+  b.add(events::ModelRequest::kType, {{"turn", 1}, {"tokens_estimate", 0}});
   json calls = json::array();
   for (int i = 0; i < 12; ++i) {
     calls.push_back({{"id", "c" + std::to_string(i)},
                      {"name", "read_file"},
                      {"arguments", json{{"path", "f" + std::to_string(i)}}.dump()}});
   }
-  b.add(ev::kModelResponse, {{"message", {{"content", "reading all"}, {"tool_calls", calls}}},
-                             {"usage", {{"prompt_tokens", 0}, {"completion_tokens", 10}}},
-                             {"finish_reason", "tool_calls"}});
+  b.add(events::ModelResponse::kType,
+        {{"message", {{"content", "reading all"}, {"tool_calls", calls}}},
+         {"usage", {{"prompt_tokens", 0}, {"completion_tokens", 10}}},
+         {"finish_reason", "tool_calls"}});
   for (int i = 0; i < 12; ++i) {
     std::string cid = "c" + std::to_string(i);
-    b.add(ev::kToolStarted,
+    b.add(events::ToolStarted::kType,
           {{"call_id", cid}, {"name", "read_file"}, {"arguments", json::object()}});
     b.finish(cid, "read_file", filler(60000, static_cast<char>('a' + i)));
   }

@@ -30,10 +30,10 @@ ContextConfig small_window() {
 TEST(PromptBuilder, OrderIsRulesTaskSummaryTurnsThenLedgerAndGoal) {
   LogBuilder b;
   b.tool("read_file", {{"path", "kernel.cc"}}, "int main() {}");
-  b.add(ev::kCompactionInstalled, {{"outcome", "compacted"},
-                                   {"summary", "SUMMARY-TEXT"},
-                                   {"summarized_through", 0},
-                                   {"trigger", "manual"}});
+  b.add(events::CompactionInstalled::kType, {{"outcome", "compacted"},
+                                             {"summary", "SUMMARY-TEXT"},
+                                             {"summarized_through", 0},
+                                             {"trigger", "manual"}});
   b.tool("note", {{"text", "x"}}, "noted");
   State s = demo_state();
   Prompt p = build_prompt(s, b.events, ContextConfig{});
@@ -99,7 +99,8 @@ TEST(PromptBuilder, SameStateAndLogGiveTheSameBytes) {
   LogBuilder b;
   for (int i = 0; i < 50; ++i) b.tool("read_file", {{"path", "k.cc"}}, filler(300 + i));
   State s = demo_state();
-  s.ledger.push_back(LedgerEntry{10, "dead_end", "unroll 16", "", {}, {}, "", json::object()});
+  s.ledger.push_back(
+      LedgerEntry{10, LedgerKind::kDeadEnd, "unroll 16", "", {}, {}, "", json::object()});
   Prompt a = build_prompt(s, b.events, small_window());
   // The log read back from its JSON form (what a resumed process sees) gives the same prompt.
   std::vector<Event> reread;
@@ -118,7 +119,7 @@ TEST(PromptBuilder, ElidedOutputsBecomeRecallPointersAndShortOnesStay) {
   int64_t big = b.tool("read_file", {{"path", "k.cc"}}, filler(2000));
   int64_t small = b.tool("note", {}, "ok");
   b.tool("read_file", {{"path", "k.cc"}}, filler(2000, 'c'));
-  b.add(kCompactionElided, {{"outcome", "compacted"}, {"elided_through", small}});
+  b.add(events::CompactionElided::kType, {{"outcome", "compacted"}, {"elided_through", small}});
   Prompt p = build_prompt(demo_state(), b.events, ContextConfig{});
   std::string all = p.messages.dump();
   EXPECT_TRUE(contains(all, elision_pointer(big)));

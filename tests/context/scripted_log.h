@@ -15,6 +15,7 @@
 #include "context/compaction.h"
 #include "context/token_estimate.h"
 #include "log_builder.h"
+#include "policy/policy.h"
 
 namespace marathon::context::testing {
 
@@ -87,18 +88,19 @@ class ScriptedLog {
   // and what follows from it.
   void turn(int64_t tokens_raw) {
     const int step = step_++;
-    b.add(ev::kModelRequest, {{"turn", step}, {"tokens_estimate", tokens_raw}});
+    b.add(events::ModelRequest::kType, {{"turn", step}, {"tokens_estimate", tokens_raw}});
     const int64_t reported = tokens_raw * (100 + pick(30)) / 100;
     json usage = {{"prompt_tokens", reported}, {"completion_tokens", 50}};
     const int kind = pick(100);
     if (kind < 4) {  // a failed model call
-      b.add(ev::kModelResponse, {{"message", {{"content", ""}}},
-                                 {"usage", {{"prompt_tokens", 0}, {"completion_tokens", 0}}},
-                                 {"error", {{"kind", "transport"}, {"message", "HTTP 502"}}}});
+      b.add(events::ModelResponse::kType,
+            {{"message", {{"content", ""}}},
+             {"usage", {{"prompt_tokens", 0}, {"completion_tokens", 0}}},
+             {"error", {{"kind", "transport"}, {"message", "HTTP 502"}}}});
       return;
     }
     if (kind < 9) {  // the policy stops: a goal turn follows
-      b.add(ev::kModelResponse,
+      b.add(events::ModelResponse::kType,
             {{"message", {{"content", fmt::format("Step {}: thinking it over.", step)}}},
              {"usage", usage}});
       b.add("user.message",
@@ -119,7 +121,7 @@ class ScriptedLog {
       ids.emplace_back(id, name);
     }
     b.add(
-        ev::kModelResponse,
+        events::ModelResponse::kType,
         {{"message",
           {{"content", fmt::format("Step {}: variant {}", step, pick(17))}, {"tool_calls", calls}}},
          {"usage", usage}});
@@ -128,7 +130,8 @@ class ScriptedLog {
       if (i > 0 && pick(100) < 8) {  // a budget note lands between two calls of one turn
         b.add("user.message", {{"reason", "budget"}, {"content", "Budget note: wrap up soon."}});
       }
-      b.add(ev::kToolStarted, {{"call_id", id}, {"name", name}, {"arguments", json::object()}});
+      b.add(events::ToolStarted::kType,
+            {{"call_id", id}, {"name", name}, {"arguments", json::object()}});
       const int r = pick(100);
       if (r < 3 && i + 1 == ids.size()) continue;  // no result recorded: a placeholder is shown
       json fin = {{"call_id", id}, {"name", name}, {"ok", true}, {"output", output(name, step)}};
@@ -137,24 +140,25 @@ class ScriptedLog {
         fin["interrupted"] = true;
       }
       if (r == 5) fin["output_sha"] = "blob-of-the-full-output";
-      b.add(ev::kToolFinished, fin);
-      if (r == 6) b.add(ev::kToolFinished, fin);  // a second result for the same call
+      b.add(events::ToolFinished::kType, fin);
+      if (r == 6) b.add(events::ToolFinished::kType, fin);  // a second result for the same call
       if (r == 7) {
-        b.add(ev::kToolFinished,
+        b.add(events::ToolFinished::kType,
               {{"call_id", "nobody"}, {"name", "run"}, {"ok", true}, {"output", "stray"}});
       }
       if (name == "note") {
-        b.add(ev::kLedgerNoted, {{"kind", pick(4) == 0 ? "dead_end" : "finding"},
-                                 {"text", fmt::format("note {} of step {}", pick(40), step)}});
+        b.add(events::LedgerNoted::kType,
+              {{"kind", pick(4) == 0 ? "dead_end" : "finding"},
+               {"text", fmt::format("note {} of step {}", pick(40), step)}});
       } else if (name == "evaluate") {
-        b.add(ev::kEvalFinished,
+        b.add(events::EvalFinished::kType,
               {{"candidate", fmt::format("cand{}", step)},
                {"status", "ok"},
                {"result", {{"correct", pick(5) != 0}, {"score", 1.0 + pick(300) / 100.0}}},
                {"strategy", fmt::format("variant {}", step % 13)}});
       }
     }
-    if (pick(200) == 0) b.add(ev::kCompactionRequested, {{"trigger", "manual"}});
+    if (pick(200) == 0) b.add(events::CompactionRequested::kType, {{"trigger", "manual"}});
   }
 
   int pick(int n) { return static_cast<int>(rng_() % static_cast<unsigned>(n)); }

@@ -68,9 +68,9 @@ TEST(TokenRatio, AbsurdReportsAreClamped) {
 TEST(TokenRatio, SummariserResponsesAreNotPaired) {
   LogBuilder b;
   b.call("note", {}, "", 1000, 1000);
-  b.add(ev::kModelResponse, {{"purpose", "compaction"},
-                             {"message", {{"content", "s"}}},
-                             {"usage", {{"prompt_tokens", 90000}}}});
+  b.add(events::ModelResponse::kType, {{"purpose", "compaction"},
+                                       {"message", {{"content", "s"}}},
+                                       {"usage", {{"prompt_tokens", 90000}}}});
   EXPECT_NEAR(fit_token_ratio(b.events), 1.0, 1e-9);
 }
 

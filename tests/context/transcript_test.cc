@@ -11,7 +11,7 @@ using testing::LogBuilder;
 
 TEST(Transcript, AssistantCallsAndResultsFormOneUnitInCallOrder) {
   LogBuilder b;
-  b.add(ev::kModelResponse,
+  b.add(events::ModelResponse::kType,
         {{"message",
           {{"content", "two reads"},
            {"tool_calls",
@@ -55,17 +55,21 @@ TEST(Transcript, ResultForAnUnknownCallIsDropped) {
 
 TEST(Transcript, FailedAndSummariserResponsesAreNotTurns) {
   LogBuilder b;
-  b.add(ev::kModelResponse, {{"message", {{"content", ""}}},
-                             {"error", {{"kind", "context_length"}, {"message", "too long"}}}});
-  b.add(ev::kModelResponse, {{"purpose", "compaction"}, {"message", {{"content", "summary"}}}});
-  b.add(ev::kModelResponse, {{"message", {{"content", ""}}}});  // empty: nothing to send back
+  b.add(events::ModelResponse::kType,
+        {{"message", {{"content", ""}}},
+         {"error", {{"kind", "context_length"}, {"message", "too long"}}}});
+  b.add(events::ModelResponse::kType,
+        {{"purpose", "compaction"}, {"message", {{"content", "summary"}}}});
+  b.add(events::ModelResponse::kType,
+        {{"message", {{"content", ""}}}});  // empty: nothing to send back
   EXPECT_TRUE(build_units(b.events).empty());
 }
 
 TEST(Transcript, UserMessagesAreTheirOwnUnits) {
   LogBuilder b;
   b.tool("note", {}, "ok");
-  b.add(kUserMessage, {{"content", "Keep going: the goal is open."}, {"reason", "goal_turn"}});
+  b.add(events::UserMessage::kType,
+        {{"content", "Keep going: the goal is open."}, {"reason", "goal_turn"}});
   b.tool("note", {}, "ok");
   auto units = build_units(b.events);
   ASSERT_EQ(units.size(), 3u);

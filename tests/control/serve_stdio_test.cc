@@ -129,10 +129,10 @@ TEST(ServeStdio, DrivesALiveRunPauseEditResumeStopWithTheLogFollowedInOrder) {
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < until &&
          (!fs::exists(run / "events.db") ||
-          mt::events_of_type(mt::load_events(run), ev::kToolFinished).size() < 3)) {
+          mt::events_of_type(mt::load_events(run), events::ToolFinished::kType).size() < 3)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_GE(mt::events_of_type(mt::load_events(run), ev::kToolFinished).size(), 3u)
+  ASSERT_GE(mt::events_of_type(mt::load_events(run), events::ToolFinished::kType).size(), 3u)
       << mt::read_text(dir / "runner.log");
 
   Client c({run.string()}, dir / "serve.log");
@@ -314,7 +314,7 @@ TEST_F(ServeStdioBadInput, EachGetsItsErrorAndTheLogIsUntouched) {
   std::optional<int> rc = c.child().wait_for(30);
   ASSERT_TRUE(rc) << "serve --stdio did not exit at the end of its input";
   EXPECT_EQ(*rc, 0) << mt::read_text(tmp_ / "serve.log");
-  EXPECT_EQ(mt::load_state(run_).goal.status, "active");
+  EXPECT_EQ(mt::load_state(run_).goal.status, marathon::GoalStatus::kActive);
   EXPECT_EQ(mt::load_events(run_).size(), before_ + 1);
 }
 
@@ -327,7 +327,7 @@ TEST_F(ServeStdioBadInput, AFinishedRunRefusesStopAndAMissingRunDirRefusesToServ
   // The runner finishes a cleared goal; here the test writes what it would.
   {
     auto store = EventStore::open((run_ / "events.db").string(), EventStore::Mode::kOpen);
-    store->append({ev::kRunFinished, {{"reason", "goal_cleared"}, {"summary", ""}}});
+    store->append({events::RunFinished::kType, {{"reason", "goal_cleared"}, {"summary", ""}}});
   }
   r = c.request("run/stop");
   EXPECT_EQ(error_code(r), -32004) << r.dump();

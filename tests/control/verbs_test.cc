@@ -47,7 +47,7 @@ TEST_F(Verbs, EditKeepsTheStatusAndNeedsText) {
   VerbResult r = change_goal(run_, GoalVerb::kEdit, "reach 10");
   ASSERT_EQ(r.status, VerbStatus::kDone);
   EXPECT_EQ(r.state.goal.objective, "reach 10");
-  EXPECT_EQ(r.state.goal.status, "paused");
+  EXPECT_EQ(r.state.goal.status, marathon::GoalStatus::kPaused);
   EXPECT_EQ(r.seq, static_cast<int64_t>(before + 2));
   EXPECT_EQ(events(), before + 2);
 }
@@ -64,7 +64,7 @@ TEST_F(Verbs, CompactNowIsRefusedOnAnOpenRunAndRunsOnAStoppedOne) {
   EXPECT_EQ(compact_run(run_, false).seq, asked.seq) << "a pending request is not asked twice";
   EXPECT_EQ(events(), before + 1);
 
-  append(ev::kRunPaused, {{"reason", "interrupted"}});
+  append(events::RunPaused::kType, {{"reason", "interrupted"}});
   CompactResult now = compact_run(run_, /*now=*/true);
   ASSERT_EQ(now.status, VerbStatus::kDone) << now.message;
   EXPECT_TRUE(now.compacted_now);

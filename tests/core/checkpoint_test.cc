@@ -134,7 +134,7 @@ TEST(Checkpoint, WritersCheckpointEveryNEvents) {
   State s;
   for (int i = 0; i < 35; ++i) {
     for (const Event& e : store->append_batch(
-             {testing::make_event(i == 0 ? ev::kRunCreated : ev::kLedgerNoted,
+             {testing::make_event(i == 0 ? events::RunCreated::kType : events::LedgerNoted::kType,
                                   {{"run_id", "r"}, {"kind", "finding"}, {"text", "x"}})})) {
       apply(s, e);
     }
@@ -143,8 +143,9 @@ TEST(Checkpoint, WritersCheckpointEveryNEvents) {
   EXPECT_EQ(written, (std::vector<int64_t>{10, 20, 30}));
   // Batches that jump over a multiple still checkpoint once.
   State t = s;
-  for (const Event& e : store->append_batch(std::vector<NewEvent>(
-           12, testing::make_event(ev::kLedgerNoted, {{"kind", "finding"}, {"text", "y"}})))) {
+  for (const Event& e : store->append_batch(
+           std::vector<NewEvent>(12, testing::make_event(events::LedgerNoted::kType,
+                                                         {{"kind", "finding"}, {"text", "y"}})))) {
     apply(t, e);
   }
   EXPECT_TRUE(maybe_write_checkpoint(*store, t, 10));

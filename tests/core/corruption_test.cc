@@ -27,13 +27,13 @@ RunDir make_run(const TempDir& d) {
   RunDir r = create_run_dir(d.path() / "run");
   auto s = EventStore::open(r.events_db().string(), EventStore::Mode::kCreate);
   NewEvent c;
-  c.type = ev::kRunCreated;
+  c.type = events::RunCreated::kType;
   c.payload = {{"run_id", "run-c"}, {"goal", {{"objective", "x"}}}};
   s->append(c);
   std::vector<NewEvent> batch;
   for (int i = 0; i < 300; ++i) {
     NewEvent n;
-    n.type = ev::kLedgerNoted;
+    n.type = events::LedgerNoted::kType;
     n.payload = {{"kind", "finding"},
                  {"text", i == 150 ? kMarker : std::string(200, 'a' + i % 26)}};
     batch.push_back(n);

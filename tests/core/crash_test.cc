@@ -156,7 +156,7 @@ TEST(CrashTest, SigkillAtRandomMomentsLosesNoAcknowledgedEvent) {
       if (auto a = acks.find(e.seq); a != acks.end()) {
         ASSERT_EQ(crashtest::digest(e), a->second) << "acknowledged seq " << e.seq << " changed";
       }
-      if (e.type == ev::kWorkspaceWritten) {
+      if (e.type == events::WorkspaceWritten::kType) {
         std::string sha = e.payload["sha"];
         auto bytes = store->get_blob(sha);
         ASSERT_TRUE(bytes.has_value()) << "blob of seq " << e.seq << " missing";

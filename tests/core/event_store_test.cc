@@ -14,7 +14,7 @@ using testing::TempDir;
 
 NewEvent note(const std::string& text) {
   NewEvent e;
-  e.type = ev::kLedgerNoted;
+  e.type = events::LedgerNoted::kType;
   e.payload = {{"kind", "finding"}, {"text", text}};
   return e;
 }
@@ -125,7 +125,7 @@ TEST(EventStore, MetaRecordsFormatVersionAndRunId) {
   TempDir d;
   auto s = EventStore::open(d / "events.db", EventStore::Mode::kCreate);
   NewEvent c;
-  c.type = ev::kRunCreated;
+  c.type = events::RunCreated::kType;
   c.payload = {{"run_id", "run-abc"}};
   s->append(c);
   EXPECT_EQ(s->meta("format"), "marathon-event-log");
@@ -183,11 +183,11 @@ TEST(LoadState, SkipsBulkyFieldsButKeepsArgumentsOfInFlightCalls) {
   testing::TempDir d;
   auto s = EventStore::open(d / "events.db", EventStore::Mode::kCreate);
   NewEvent resp;
-  resp.type = ev::kModelResponse;
+  resp.type = events::ModelResponse::kType;
   resp.payload = {{"message", {{"content", std::string(5000, 'x')}}},
                   {"usage", {{"prompt_tokens", 7}, {"completion_tokens", 3}}}};
   NewEvent started;
-  started.type = ev::kToolStarted;
+  started.type = events::ToolStarted::kType;
   started.payload = {{"call_id", "c"}, {"name", "write_file"}, {"arguments", {{"path", "k.cc"}}}};
   s->append_batch({resp, started});
   State st = load_state(*s);

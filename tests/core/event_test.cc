@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/events.h"
 #include "core/log_export.h"
 
 namespace marathon {
@@ -13,7 +14,7 @@ Event sample() {
   e.id = "ev-1";
   e.stream = "branch:2";
   e.recorded_at_us = 1764670272123456;
-  e.type = ev::kToolFinished;
+  e.type = events::ToolFinished::kType;
   e.type_version = 1;
   e.durability = Durability::kEphemeral;
   e.causation = "ev-0";

@@ -21,7 +21,7 @@ class Log {
     return *this;
   }
   Log& created(const std::string& direction = "max", int64_t at_s = 0) {
-    return add(ev::kRunCreated,
+    return add(events::RunCreated::kType,
                {{"run_id", "run-1"},
                 {"task", {{"name", "cpu-matmul"}}},
                 {"task_dir", "tasks/cpu-matmul"},
@@ -37,18 +37,18 @@ class Log {
   Log& eval(const std::string& cand, double score, bool correct = true,
             json violations = json::array(), const std::string& status = "ok",
             bool cached = false) {
-    return add(ev::kEvalFinished, {{"candidate", cand},
-                                   {"cache_key", "key-" + cand},
-                                   {"cached", cached},
-                                   {"status", status},
-                                   {"result",
-                                    {{"correct", correct},
-                                     {"score", score},
-                                     {"violations", violations},
-                                     {"metrics", {{"speedup", score}}}}},
-                                   {"elapsed_s", 3.0},
-                                   {"gpu_s", 2.0},
-                                   {"strategy", "tile " + cand}});
+    return add(events::EvalFinished::kType, {{"candidate", cand},
+                                             {"cache_key", "key-" + cand},
+                                             {"cached", cached},
+                                             {"status", status},
+                                             {"result",
+                                              {{"correct", correct},
+                                               {"score", score},
+                                               {"violations", violations},
+                                               {"metrics", {{"speedup", score}}}}},
+                                             {"elapsed_s", 3.0},
+                                             {"gpu_s", 2.0},
+                                             {"strategy", "tile " + cand}});
   }
   const std::vector<Event>& events() const { return events_; }
   State fold() const { return marathon::fold(events_); }
@@ -83,12 +83,13 @@ TEST(Fold, ModelResponsesAccumulateCallsTokensAndCost) {
   State s =
       Log()
           .created()
-          .add(ev::kModelRequest, {{"turn", 1}})
-          .add(ev::kModelResponse,
+          .add(events::ModelRequest::kType, {{"turn", 1}})
+          .add(events::ModelResponse::kType,
                {{"usage", {{"prompt_tokens", 100}, {"completion_tokens", 20}}}, {"cost_usd", 0.01}})
-          .add(ev::kModelResponse, {{"usage", {{"prompt_tokens", 50}, {"completion_tokens", 5}}},
-                                    {"cost_usd", 0.02},
-                                    {"error", {{"kind", "bad_json"}, {"message", "x"}}}})
+          .add(events::ModelResponse::kType,
+               {{"usage", {{"prompt_tokens", 50}, {"completion_tokens", 5}}},
+                {"cost_usd", 0.02},
+                {"error", {{"kind", "bad_json"}, {"message", "x"}}}})
           .fold();
   EXPECT_EQ(s.used.model_calls, 2);
   EXPECT_EQ(s.used.prompt_tokens, 150);
@@ -100,16 +101,16 @@ TEST(Fold, ModelResponsesAccumulateCallsTokensAndCost) {
 TEST(Fold, PromptCacheReadsAndWritesAreSummedApart) {
   State s = Log()
                 .created()
-                .add(ev::kModelResponse, {{"usage",
-                                           {{"prompt_tokens", 1000},
-                                            {"completion_tokens", 20},
-                                            {"cache_read_tokens", 900},
-                                            {"cache_write_tokens", 50}}}})
-                .add(ev::kModelResponse, {{"usage",
-                                           {{"prompt_tokens", 1100},
-                                            {"completion_tokens", 20},
-                                            {"cache_read_tokens", 1000},
-                                            {"cache_write_tokens", -7}}}})
+                .add(events::ModelResponse::kType, {{"usage",
+                                                     {{"prompt_tokens", 1000},
+                                                      {"completion_tokens", 20},
+                                                      {"cache_read_tokens", 900},
+                                                      {"cache_write_tokens", 50}}}})
+                .add(events::ModelResponse::kType, {{"usage",
+                                                     {{"prompt_tokens", 1100},
+                                                      {"completion_tokens", 20},
+                                                      {"cache_read_tokens", 1000},
+                                                      {"cache_write_tokens", -7}}}})
                 .fold();
   EXPECT_EQ(s.used.prompt_tokens, 2100);
   EXPECT_EQ(s.used.cache_read_tokens, 1900);
@@ -117,12 +118,13 @@ TEST(Fold, PromptCacheReadsAndWritesAreSummedApart) {
 }
 
 TEST(Fold, ACallTheRunEndedBeforeUsesNoToolCall) {
-  State s = Log()
-                .created()
-                .add(ev::kToolFinished, {{"call_id", "a"}, {"name", "note"}, {"ok", true}})
-                .add(ev::kToolFinished,
-                     {{"call_id", "b"}, {"name", "note"}, {"ok", false}, {"not_run", true}})
-                .fold();
+  State s =
+      Log()
+          .created()
+          .add(events::ToolFinished::kType, {{"call_id", "a"}, {"name", "note"}, {"ok", true}})
+          .add(events::ToolFinished::kType,
+               {{"call_id", "b"}, {"name", "note"}, {"ok", false}, {"not_run", true}})
+          .fold();
   EXPECT_EQ(s.used.tool_calls, 1);
   EXPECT_EQ(s.tool_history.size(), 2u);
 }
@@ -130,16 +132,16 @@ TEST(Fold, ACallTheRunEndedBeforeUsesNoToolCall) {
 TEST(Fold, StartedToolWithoutFinishIsInFlight) {
   State s = Log()
                 .created()
-                .add(ev::kToolStarted,
+                .add(events::ToolStarted::kType,
                      {{"call_id", "a"}, {"name", "run"}, {"arguments", {{"cmd", "make"}}}})
-                .add(ev::kToolStarted,
+                .add(events::ToolStarted::kType,
                      {{"call_id", "b"}, {"name", "evaluate"}, {"arguments", json::object()}})
-                .add(ev::kToolFinished, {{"call_id", "a"},
-                                         {"name", "run"},
-                                         {"ok", true},
-                                         {"output", "ok"},
-                                         {"elapsed_s", 1.0},
-                                         {"gpu_s", 0.5}})
+                .add(events::ToolFinished::kType, {{"call_id", "a"},
+                                                   {"name", "run"},
+                                                   {"ok", true},
+                                                   {"output", "ok"},
+                                                   {"elapsed_s", 1.0},
+                                                   {"gpu_s", 0.5}})
                 .fold();
   ASSERT_EQ(s.in_flight.size(), 1u);
   EXPECT_EQ(s.in_flight.at("b").name, "evaluate");
@@ -169,7 +171,7 @@ TEST(Fold, BestScoreIgnoresIncorrectViolatingAndFailedResults) {
   EXPECT_EQ(s.ledger[1].failure, "incorrect");
   EXPECT_NE(s.ledger[2].failure.find("output aliases input"), std::string::npos);
   EXPECT_EQ(s.ledger[3].failure, "timeout");
-  EXPECT_EQ(s.ledger[0].kind, "attempt");
+  EXPECT_EQ(s.ledger[0].kind, LedgerKind::kAttempt);
   EXPECT_EQ(s.ledger[0].text, "tile c1");
   EXPECT_EQ(s.ledger[0].figures["speedup"], 1.5);
 }
@@ -192,28 +194,30 @@ TEST(Fold, CachedEvaluationsCountButAreNotExecutedOrCharged) {
 }
 
 TEST(Fold, WorkspaceFollowsWritesAndDeletesAndCandidatesSnapshotIt) {
-  State s = Log()
-                .created()
-                .add(ev::kWorkspaceWritten, {{"path", "kernel.cc"}, {"sha", "s1"}, {"size", 3}})
-                .add(ev::kWorkspaceWritten, {{"path", "notes.txt"}, {"sha", "s2"}, {"size", 3}})
-                .eval("c1", 1.0)
-                .add(ev::kWorkspaceWritten, {{"path", "kernel.cc"}, {"sha", "s3"}, {"size", 3}})
-                .add(ev::kWorkspaceWritten, {{"path", "notes.txt"}, {"deleted", true}})
-                .fold();
+  State s =
+      Log()
+          .created()
+          .add(events::WorkspaceWritten::kType, {{"path", "kernel.cc"}, {"sha", "s1"}, {"size", 3}})
+          .add(events::WorkspaceWritten::kType, {{"path", "notes.txt"}, {"sha", "s2"}, {"size", 3}})
+          .eval("c1", 1.0)
+          .add(events::WorkspaceWritten::kType, {{"path", "kernel.cc"}, {"sha", "s3"}, {"size", 3}})
+          .add(events::WorkspaceWritten::kType, {{"path", "notes.txt"}, {"deleted", true}})
+          .fold();
   EXPECT_EQ(s.workspace, (std::map<std::string, std::string>{{"kernel.cc", "s3"}}));
   EXPECT_EQ(s.candidates.at("c1"),
             (std::map<std::string, std::string>{{"kernel.cc", "s1"}, {"notes.txt", "s2"}}));
 }
 
 TEST(Fold, LedgerNotesKeepTheirKindAndOrder) {
-  State s = Log()
-                .created()
-                .add(ev::kLedgerNoted, {{"kind", "dead_end"}, {"text", "unroll 16 spills"}})
-                .eval("c", 1.0)
-                .add(ev::kLedgerNoted, {{"kind", "finding"}, {"text", "bandwidth bound"}})
-                .fold();
+  State s =
+      Log()
+          .created()
+          .add(events::LedgerNoted::kType, {{"kind", "dead_end"}, {"text", "unroll 16 spills"}})
+          .eval("c", 1.0)
+          .add(events::LedgerNoted::kType, {{"kind", "finding"}, {"text", "bandwidth bound"}})
+          .fold();
   ASSERT_EQ(s.ledger.size(), 3u);
-  EXPECT_EQ(s.ledger[0].kind, "dead_end");
+  EXPECT_EQ(s.ledger[0].kind, LedgerKind::kDeadEnd);
   EXPECT_EQ(s.ledger[0].seq, 2);
   EXPECT_EQ(s.ledger[2].text, "bandwidth bound");
 }
@@ -221,16 +225,17 @@ TEST(Fold, LedgerNotesKeepTheirKindAndOrder) {
 TEST(Fold, CompactionInstallsSummaryAndRemembersNoops) {
   State s = Log()
                 .created()
-                .add(ev::kCompactionRequested, {{"trigger", "manual"}})
-                .add(ev::kCompactionProposed, {{"trigger", "manual"}, {"summarized_through", 1}})
-                .add(ev::kCompactionInstalled, {{"trigger", "manual"},
-                                                {"outcome", "compacted"},
-                                                {"summary", "we tried tiling"},
-                                                {"summarized_through", 3},
-                                                {"tokens_before", 9000},
-                                                {"tokens_after", 2000},
-                                                {"source", "model"}})
-                .add(ev::kCompactionInstalled,
+                .add(events::CompactionRequested::kType, {{"trigger", "manual"}})
+                .add(events::CompactionProposed::kType,
+                     {{"trigger", "manual"}, {"summarized_through", 1}})
+                .add(events::CompactionInstalled::kType, {{"trigger", "manual"},
+                                                          {"outcome", "compacted"},
+                                                          {"summary", "we tried tiling"},
+                                                          {"summarized_through", 3},
+                                                          {"tokens_before", 9000},
+                                                          {"tokens_after", 2000},
+                                                          {"source", "model"}})
+                .add(events::CompactionInstalled::kType,
                      {{"trigger", "auto"}, {"outcome", "noop"}, {"summarized_through", 3}})
                 .fold();
   ASSERT_TRUE(s.summary.has_value());
@@ -247,42 +252,43 @@ TEST(Fold, GoalVerbsChangeStatusEditKeepsProgress) {
       Log()
           .created()
           .add(
-              ev::kGoalChanged,
+              events::GoalChanged::kType,
               {{"verb", "set"}, {"objective", "2x"}, {"status", "active"}, {"progress", "started"}})
-          .add(ev::kGoalChanged, {{"verb", "edit"}, {"objective", "3x"}})
+          .add(events::GoalChanged::kType, {{"verb", "edit"}, {"objective", "3x"}})
           .fold();
   EXPECT_EQ(s.goal.objective, "3x");
   EXPECT_EQ(s.goal.progress, "started");
-  EXPECT_EQ(s.goal.status, "active");
-  State p = Log().created().add(ev::kGoalChanged, {{"verb", "pause"}}).fold();
-  EXPECT_EQ(p.goal.status, "paused");
-  State c = Log().created().add(ev::kGoalChanged, {{"verb", "clear"}}).fold();
-  EXPECT_EQ(c.goal.status, "cleared");
+  EXPECT_EQ(s.goal.status, GoalStatus::kActive);
+  State p = Log().created().add(events::GoalChanged::kType, {{"verb", "pause"}}).fold();
+  EXPECT_EQ(p.goal.status, GoalStatus::kPaused);
+  State c = Log().created().add(events::GoalChanged::kType, {{"verb", "clear"}}).fold();
+  EXPECT_EQ(c.goal.status, GoalStatus::kCleared);
   EXPECT_EQ(c.goal.objective, "");
 }
 
 TEST(Fold, TurnsWithoutProgressResetOnImprovement) {
   State s = Log()
                 .created()
-                .add(ev::kModelRequest, {{"turn", 1}})
-                .add(ev::kModelRequest, {{"turn", 1}})
-                .add(ev::kModelRequest, {{"turn", 2}})
+                .add(events::ModelRequest::kType, {{"turn", 1}})
+                .add(events::ModelRequest::kType, {{"turn", 1}})
+                .add(events::ModelRequest::kType, {{"turn", 2}})
                 .fold();
   EXPECT_EQ(s.goal.turns_without_progress, 2);
-  Log l = Log().created().add(ev::kModelRequest, {{"turn", 1}}).eval("a", 1.0);
+  Log l = Log().created().add(events::ModelRequest::kType, {{"turn", 1}}).eval("a", 1.0);
   EXPECT_EQ(l.fold().goal.turns_without_progress, 0);
 }
 
 TEST(Fold, WallTimeIsTheSumOfActiveSegments) {
   State s = Log()
                 .created("max", 100)
-                .add(ev::kModelRequest, {{"turn", 1}}, 110)
-                .add(ev::kRunPaused, {{"reason", "sigint"}}, 130)  // segment 1: 30 s
-                .add(ev::kGoalChanged, {{"verb", "edit"}, {"objective", "x"}}, 500)  // while paused
-                .add(ev::kRunResumed, {{"reason", "resume"}}, 1000)
-                .add(ev::kModelRequest, {{"turn", 2}}, 1010)          // crash after this
-                .add(ev::kRunResumed, {{"reason", "resume"}}, 5000)   // segment 2: 10 s
-                .add(ev::kRunFinished, {{"reason", "finish"}}, 5005)  // segment 3: 5 s
+                .add(events::ModelRequest::kType, {{"turn", 1}}, 110)
+                .add(events::RunPaused::kType, {{"reason", "sigint"}}, 130)  // segment 1: 30 s
+                .add(events::GoalChanged::kType, {{"verb", "edit"}, {"objective", "x"}},
+                     500)  // while paused
+                .add(events::RunResumed::kType, {{"reason", "resume"}}, 1000)
+                .add(events::ModelRequest::kType, {{"turn", 2}}, 1010)          // crash after this
+                .add(events::RunResumed::kType, {{"reason", "resume"}}, 5000)   // segment 2: 10 s
+                .add(events::RunFinished::kType, {{"reason", "finish"}}, 5005)  // segment 3: 5 s
                 .fold();
   EXPECT_DOUBLE_EQ(s.used.wall_s, 45.0);
   EXPECT_TRUE(s.done);
@@ -291,23 +297,26 @@ TEST(Fold, WallTimeIsTheSumOfActiveSegments) {
 }
 
 TEST(Fold, PauseAndBudgetWarnings) {
-  State s = Log()
-                .created()
-                .add(ev::kBudgetWarned, {{"which", "tool_calls"}, {"used", 45}, {"limit", 50}})
-                .add(ev::kBudgetWarned, {{"which", "tool_calls"}, {"used", 48}, {"limit", 50}})
-                .add(ev::kRunPaused, {{"reason", "sigint"}})
-                .fold();
+  State s =
+      Log()
+          .created()
+          .add(events::BudgetWarned::kType, {{"which", "tool_calls"}, {"used", 45}, {"limit", 50}})
+          .add(events::BudgetWarned::kType, {{"which", "tool_calls"}, {"used", 48}, {"limit", 50}})
+          .add(events::RunPaused::kType, {{"reason", "sigint"}})
+          .fold();
   EXPECT_TRUE(s.paused);
   EXPECT_EQ(s.budget_warnings, std::vector<std::string>{"tool_calls"});
 }
 
 TEST(Fold, UnsandboxedSessionsAreRecordedWithTheLastReason) {
-  State s = Log()
-                .created()
-                .add(ev::kSandboxDisabled, {{"reason", "no user namespaces"}, {"command", "run"}})
-                .add(ev::kRunResumed, {{"reason", "resume"}})
-                .add(ev::kSandboxDisabled, {{"reason", "requested"}, {"command", "resume"}})
-                .fold();
+  State s =
+      Log()
+          .created()
+          .add(events::SandboxDisabled::kType,
+               {{"reason", "no user namespaces"}, {"command", "run"}})
+          .add(events::RunResumed::kType, {{"reason", "resume"}})
+          .add(events::SandboxDisabled::kType, {{"reason", "requested"}, {"command", "resume"}})
+          .fold();
   EXPECT_EQ(s.sandbox_disabled, (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(s.sandbox_disabled_reason, "requested");
   EXPECT_EQ(to_json(s)["sandbox"]["enabled"], false);
@@ -321,7 +330,7 @@ TEST(Fold, UnknownEventTypesAreIgnored) {
 }
 
 TEST(Fold, MalformedPayloadNamesSeqTypeAndField) {
-  Log l = Log().created().add(ev::kToolStarted, {{"name", "run"}});
+  Log l = Log().created().add(events::ToolStarted::kType, {{"name", "run"}});
   try {
     l.fold();
     FAIL() << "expected std::invalid_argument";
@@ -331,26 +340,29 @@ TEST(Fold, MalformedPayloadNamesSeqTypeAndField) {
     EXPECT_NE(what.find("tool.started"), std::string::npos) << what;
     EXPECT_NE(what.find("call_id"), std::string::npos) << what;
   }
-  EXPECT_THROW(Log().add(ev::kModelResponse, {{"cost_usd", "lots"}}).fold(), std::invalid_argument);
-  EXPECT_THROW(Log().add(ev::kGoalChanged, {{"verb", "explode"}}).fold(), std::invalid_argument);
+  EXPECT_THROW(Log().add(events::ModelResponse::kType, {{"cost_usd", "lots"}}).fold(),
+               std::invalid_argument);
+  EXPECT_THROW(Log().add(events::GoalChanged::kType, {{"verb", "explode"}}).fold(),
+               std::invalid_argument);
 }
 
 // Converting a count no int64 holds is undefined: such a payload is malformed
 // (tests/fuzz/corpus/fold_events/regression-count-out-of-range.jsonl).
 TEST(Fold, CountOutOfInt64RangeIsMalformedNamingTheField) {
   Log l;
-  l.add(ev::kRunCreated, {{"run_id", "r"}, {"budget", {{"max_tool_calls", 1e300}}}});
+  l.add(events::RunCreated::kType, {{"run_id", "r"}, {"budget", {{"max_tool_calls", 1e300}}}});
   try {
     l.fold();
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("'max_tool_calls' is out of range"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("max_tool_calls' is out of range"), std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(Log().add(ev::kModelRequest, {{"turn", -1e19}}).fold(), std::invalid_argument);
-  EXPECT_THROW(Log().add(ev::kRunForked, {{"run_id", "r"}, {"at_seq", 9.3e18}}).fold(),
+  EXPECT_THROW(Log().add(events::ModelRequest::kType, {{"turn", -1e19}}).fold(),
                std::invalid_argument);
-  EXPECT_EQ(Log().add(ev::kModelRequest, {{"turn", -9.2e18}}).fold().last_goal_turn,
+  EXPECT_THROW(Log().add(events::RunForked::kType, {{"run_id", "r"}, {"at_seq", 9.3e18}}).fold(),
+               std::invalid_argument);
+  EXPECT_EQ(Log().add(events::ModelRequest::kType, {{"turn", -9.2e18}}).fold().last_goal_turn,
             static_cast<int64_t>(-9.2e18));
 }
 
@@ -358,8 +370,8 @@ TEST(Fold, CountOutOfInt64RangeIsMalformedNamingTheField) {
 // (tests/fuzz/corpus/fold_events/regression-extreme-recorded-at.jsonl).
 TEST(Fold, WallTimeBetweenExtremeTimestampsDoesNotOverflow) {
   Log l;
-  l.add(ev::kRunCreated, {{"run_id", "r"}});
-  l.add(ev::kRunPaused, json::object());
+  l.add(events::RunCreated::kType, {{"run_id", "r"}});
+  l.add(events::RunPaused::kType, json::object());
   std::vector<Event> events = l.events();
   events[0].recorded_at_us = INT64_MIN;
   events[1].recorded_at_us = INT64_MAX;
@@ -373,7 +385,8 @@ TEST(Fold, WallTimeBetweenExtremeTimestampsDoesNotOverflow) {
 TEST(Fold, ForkRecordsNewRunId) {
   State s = Log()
                 .created()
-                .add(ev::kRunForked, {{"run_id", "run-2"}, {"from_run_id", "run-1"}, {"at_seq", 1}})
+                .add(events::RunForked::kType,
+                     {{"run_id", "run-2"}, {"from_run_id", "run-1"}, {"at_seq", 1}})
                 .fold();
   EXPECT_EQ(s.run_id, "run-2");
   EXPECT_EQ(s.forked_from, "run-1");

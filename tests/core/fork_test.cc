@@ -27,7 +27,8 @@ NewEvent make(const std::string& type, json payload) {
 
 void write(EventStore& s, const std::string& path, const std::string& bytes) {
   std::string sha = s.put_blob(bytes);
-  s.append(make(ev::kWorkspaceWritten, {{"path", path}, {"sha", sha}, {"size", bytes.size()}}));
+  s.append(make(events::WorkspaceWritten::kType,
+                {{"path", path}, {"sha", sha}, {"size", bytes.size()}}));
 }
 
 // seq 1 created, 2 write a.cc v1, 3 write sub/b.h, 4 eval, 5 write a.cc v2, 6 delete sub/b.h,
@@ -35,17 +36,19 @@ void write(EventStore& s, const std::string& path, const std::string& bytes) {
 RunDir make_run(const TempDir& d) {
   RunDir r = create_run_dir(d.path() / "run");
   auto s = EventStore::open(r.events_db().string(), EventStore::Mode::kCreate);
-  s->append(make(ev::kRunCreated, {{"run_id", "run-orig"}, {"goal", {{"objective", "x"}}}}));
+  s->append(
+      make(events::RunCreated::kType, {{"run_id", "run-orig"}, {"goal", {{"objective", "x"}}}}));
   write(*s, "a.cc", "int v1;");
   write(*s, "sub/b.h", "#pragma once");
   s->append(make(
-      ev::kEvalFinished,
+      events::EvalFinished::kType,
       {{"candidate", "c1"}, {"status", "ok"}, {"result", {{"correct", true}, {"score", 2.0}}}}));
   write(*s, "a.cc", "int v2;");
-  s->append(make(ev::kWorkspaceWritten, {{"path", "sub/b.h"}, {"deleted", true}}));
+  s->append(make(events::WorkspaceWritten::kType, {{"path", "sub/b.h"}, {"deleted", true}}));
   std::string out = s->put_blob(std::string(5000, 'o'));
-  s->append(make(ev::kToolFinished, {{"call_id", "t"}, {"ok", true}, {"output_sha", out}}));
-  s->append(make(ev::kRunFinished, {{"reason", "finish"}}));
+  s->append(
+      make(events::ToolFinished::kType, {{"call_id", "t"}, {"ok", true}, {"output_sha", out}}));
+  s->append(make(events::RunFinished::kType, {{"reason", "finish"}}));
   return r;
 }
 
@@ -162,7 +165,7 @@ TEST(Fork, NewLogIsThePrefixWithItsBlobsAndANewRunId) {
   auto got = dst->read();
   ASSERT_EQ(got.size(), 4u);  // the prefix, then run.forked
   for (int i = 0; i < 3; ++i) EXPECT_EQ(to_json(got[i]), to_json(src->read()[i]));
-  EXPECT_EQ(got[3].type, ev::kRunForked);
+  EXPECT_EQ(got[3].type, events::RunForked::kType);
   EXPECT_EQ(dst->meta("run_id"), f.run_id);
   EXPECT_TRUE(dst->has_blob(sha256_hex("int v1;")));
   EXPECT_FALSE(dst->has_blob(sha256_hex("int v2;")));  // written after the prefix

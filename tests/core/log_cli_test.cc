@@ -10,6 +10,7 @@
 
 #include "cli_runner.h"
 #include "core/event_store.h"
+#include "core/events.h"
 #include "core/run_dir.h"
 #include "test_dir.h"
 
@@ -30,17 +31,18 @@ NewEvent make(const std::string& type, json payload) {
 RunDir make_run(const TempDir& d, bool finished) {
   RunDir r = create_run_dir(d.path() / "run");
   auto s = EventStore::open(r.events_db().string(), EventStore::Mode::kCreate);
-  s->append(make(ev::kRunCreated,
+  s->append(make(events::RunCreated::kType,
                  {{"run_id", "run-log"},
                   {"goal", {{"objective", "faster"}, {"metric", "speedup"}, {"direction", "max"}}},
                   {"budget", {{"max_tool_calls", 10}}}}));
-  s->append(make(ev::kToolStarted,
+  s->append(make(events::ToolStarted::kType,
                  {{"call_id", "c1"}, {"name", "evaluate"}, {"arguments", json::object()}}));
-  s->append(make(ev::kToolFinished, {{"call_id", "c1"}, {"name", "evaluate"}, {"ok", true}}));
+  s->append(
+      make(events::ToolFinished::kType, {{"call_id", "c1"}, {"name", "evaluate"}, {"ok", true}}));
   s->append(make(
-      ev::kEvalFinished,
+      events::EvalFinished::kType,
       {{"candidate", "cand"}, {"status", "ok"}, {"result", {{"correct", true}, {"score", 1.7}}}}));
-  if (finished) s->append(make(ev::kRunFinished, {{"reason", "finish"}}));
+  if (finished) s->append(make(events::RunFinished::kType, {{"reason", "finish"}}));
   return r;
 }
 
@@ -72,7 +74,7 @@ TEST(StatusCli, HumanTextNamesRunBestAndInFlight) {
   RunDir r = make_run(d, false);
   {
     auto s = EventStore::open(r.events_db().string(), EventStore::Mode::kOpen);
-    s->append(make(ev::kToolStarted,
+    s->append(make(events::ToolStarted::kType,
                    {{"call_id", "c2"}, {"name", "run"}, {"arguments", json::object()}}));
   }
   auto res = run_cli(d, "status " + r.root.string());
@@ -142,9 +144,10 @@ TEST(LogCli, FollowSeesLiveAppendsAndStopsAtRunFinished) {
     auto s = EventStore::open(r.events_db().string(), EventStore::Mode::kOpen);
     for (int i = 0; i < 5; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      s->append(make(ev::kLedgerNoted, {{"kind", "finding"}, {"text", std::to_string(i)}}));
+      s->append(
+          make(events::LedgerNoted::kType, {{"kind", "finding"}, {"text", std::to_string(i)}}));
     }
-    s->append(make(ev::kRunFinished, {{"reason", "finish"}}));
+    s->append(make(events::RunFinished::kType, {{"reason", "finish"}}));
   }
   int status = 0;
   bool reaped = false;  // the follower must exit by itself; fail rather than hang

@@ -140,7 +140,7 @@ TEST(CachedResult, OnlyOkEntriesAreServed) {
       json{{"candidate", "c"}, {"status", "timeout"}, {"result", {{"correct", false}}}, {"seq", 6}};
   auto hit = cached_result(s, "k1");
   ASSERT_TRUE(hit.has_value());
-  EXPECT_EQ((*hit)["result"]["score"], 2.0);
+  EXPECT_EQ(hit->result["score"], 2.0);
   EXPECT_FALSE(cached_result(s, "k2").has_value());  // a timeout may be transient: run again
   EXPECT_FALSE(cached_result(s, "nope").has_value());
 }

@@ -43,8 +43,8 @@ void check_spec(const marathon::TaskSpec& spec) {
   expect(contained(spec.starter_dir), "accepted starter_dir \"" + spec.starter_dir + "\"");
   expect(!spec.starter.empty() && !spec.editable.empty(), "accepted empty starter/editable");
   for (const auto& s : spec.starter) expect(contained(s), "accepted starter \"" + s + "\"");
-  expect(spec.goal.direction == "max" || spec.goal.direction == "min",
-         "accepted direction \"" + spec.goal.direction + "\"");
+  const std::string direction = marathon::to_string(spec.goal.direction);
+  expect(direction == "max" || direction == "min", "accepted direction \"" + direction + "\"");
   expect(spec.evaluator.argv.empty() != spec.evaluator.shell.empty(),
          "the evaluator command must be exactly one of argv and shell");
   expect(!spec.evaluator.version.empty(), "accepted an empty evaluator version");

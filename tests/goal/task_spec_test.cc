@@ -79,7 +79,7 @@ TEST_F(TaskDir, ValidSpecLoadsEveryField) {
   EXPECT_EQ(s.name, "toy");
   EXPECT_EQ(s.starter, std::vector<std::string>{"kernel.cc"});
   EXPECT_EQ(s.starter_dir, "starter");
-  EXPECT_EQ(s.goal.direction, "max");
+  EXPECT_EQ(s.goal.direction, Direction::kMax);
   ASSERT_TRUE(s.goal.target.has_value());
   EXPECT_EQ(*s.goal.target, 4.0);
   EXPECT_EQ(s.evaluator.timeout_s, 30.0);

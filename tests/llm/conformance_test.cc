@@ -9,7 +9,6 @@
 #include <chrono>
 
 #include "llm/anthropic_format.h"
-#include "llm/llm_policy.h"
 #include "llm/openai_format.h"
 #include "llm/provider_registry.h"
 #include "llm/sse.h"
@@ -412,15 +411,6 @@ TEST(SseReader, EventsSplitAnywhereAcrossChunksComeOutWhole) {
     EXPECT_EQ(ev[2].event, "b");
     EXPECT_EQ(ev[2].data, "z");
   }
-}
-
-TEST(OutputTokenLimit, SizedFromTheWindowUnlessFixed) {
-  EXPECT_EQ(output_token_limit(8192, 128000, 30000, false), 8192);
-  // A 4k window with a 3k prompt leaves 4096 - 3000 - 81 (2% margin).
-  EXPECT_EQ(output_token_limit(8192, 4096, 3000, false), 4096 - 3000 - 81);
-  EXPECT_EQ(output_token_limit(8192, 4096, 4000, false), kMinOutputTokens);
-  EXPECT_EQ(output_token_limit(8192, 4096, 3000, true), 8192);
-  EXPECT_EQ(output_token_limit(8192, 0, 3000, false), 8192);
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 #include <fstream>
 #include <thread>
 
-#include "llm/llm_policy.h"
 #include "llm/provider_registry.h"
 #include "scripted_llm_server.h"
 
@@ -263,28 +262,6 @@ TEST(AnthropicProvider, TranslatesRequestAndReplyThroughRealHttp) {
             json({{"path", "k.cc"}, {"content", "int x;"}}));
   EXPECT_EQ(r.finish_reason, "tool_calls");
   EXPECT_NEAR(r.cost_usd, (300 * 3.0 + 40 * 15.0) / 1e6, 1e-12);
-}
-
-TEST(LlmPolicy, ReplyCarriesUsageCostErrorsAndProblems) {
-  ScriptedLlmServer server({testing::openai_tool_calls(json::array(
-                                {{{"id", "z"}, {"name", "nope"}, {"arguments", "{}"}}})),
-                            testing::error_response(401, "bad key")});
-  Fixture f;
-  LlmPolicy policy(f.make("openai", server));
-  PolicyRequest req;
-  req.messages = request_with_tools().messages;
-  req.tools = kTools;
-  PolicyReply ok = policy.next(req);
-  EXPECT_EQ(ok.provider, "openai");
-  EXPECT_EQ(ok.model, "gpt-4o-mini");
-  EXPECT_EQ(ok.prompt_tokens, 100);
-  EXPECT_GT(ok.cost_usd, 0);
-  EXPECT_FALSE(ok.error.has_value());
-  ASSERT_EQ(ok.problems.size(), 1u);
-  EXPECT_EQ(ok.problems[0]["kind"], "unknown_tool");
-  PolicyReply bad = policy.next(req);
-  ASSERT_TRUE(bad.error.has_value());
-  EXPECT_EQ((*bad.error)["kind"], "auth");
 }
 
 TEST(ScriptedServerExecutable, ServesAJsonlScriptByTurnAndRecordsRequests) {

@@ -50,7 +50,7 @@ TEST(EndToEnd, ScriptedModelOverHttpDrivesATinyRunToItsBestCandidate) {
   EXPECT_EQ(s.used.model_calls, int64_t(kTinyTurns));
   EXPECT_EQ(read_text(run / "workspace/solution.txt"), "value = 5\n");
   int dead_ends = 0;
-  for (const LedgerEntry& l : s.ledger) dead_ends += l.kind == "dead_end";
+  for (const LedgerEntry& l : s.ledger) dead_ends += l.kind == LedgerKind::kDeadEnd;
   EXPECT_EQ(dead_ends, 1);
   // The stop without `finish` started a goal turn.
   int goal_turns = 0;
@@ -60,6 +60,13 @@ TEST(EndToEnd, ScriptedModelOverHttpDrivesATinyRunToItsBestCandidate) {
   EXPECT_EQ(goal_turns, 1);
   // No API key or other secret in the log: the config records names only.
   EXPECT_FALSE(s.config.contains("api_key"));
+  // The evaluator's baseline (top-level baseline_score) reaches the model: in the evaluate tool's
+  // output and in the goal block of every prompt after the first correct evaluation.
+  ASSERT_TRUE(s.baseline_score.has_value());
+  EXPECT_EQ(*s.baseline_score, 1);
+  std::string last = server.requests().back().body.dump();
+  EXPECT_NE(last.find("Baseline: 1\\n"), std::string::npos) << last.substr(0, 3000);
+  EXPECT_NE(last.find("(baseline 1)"), std::string::npos) << "the evaluate tool hid the baseline";
 }
 
 TEST(EndToEnd, ReplayReproducesTheFinalStateWithZeroModelCallsAndNoEvaluations) {
@@ -110,7 +117,7 @@ TEST(EndToEnd, BadToolCallsThroughTheLoopAreAnsweredAsErrorsAndNothingEscapesThe
   State s = load_state(run);
   EXPECT_EQ(s.finish_reason, "finish");
   std::map<std::string, json> fin;
-  for (const Event& e : events_of_type(load_events(run), ev::kToolFinished)) {
+  for (const Event& e : events_of_type(load_events(run), events::ToolFinished::kType)) {
     fin[e.payload["call_id"]] = e.payload;
   }
   for (const char* id : {"bad_json", "unknown", "escape", "absolute"}) {
@@ -150,7 +157,7 @@ TEST(EndToEnd, SigintPausesTheRunCleanlyAndResumeFinishesIt) {
   EXPECT_TRUE(paused.paused);
   EXPECT_FALSE(paused.done);
   EXPECT_TRUE(paused.in_flight.empty());
-  EXPECT_EQ(events_of_type(load_events(run), ev::kRunPaused).back().payload["reason"],
+  EXPECT_EQ(events_of_type(load_events(run), events::RunPaused::kType).back().payload["reason"],
             "interrupted");
 
   ASSERT_EQ(run_binary({"resume", run.string(), "--quiet"}, {}, dir / "log"), 0)
@@ -247,7 +254,7 @@ void matmul(const float* A, const float* B, float* C, int n) {
   EXPECT_EQ(s.evaluations_executed, 3);
   std::vector<const LedgerEntry*> attempts;
   for (const LedgerEntry& l : s.ledger) {
-    if (l.kind == "attempt") attempts.push_back(&l);
+    if (l.kind == LedgerKind::kAttempt) attempts.push_back(&l);
   }
   ASSERT_EQ(attempts.size(), 3u);
   EXPECT_TRUE(attempts[0]->correct.value_or(false)) << attempts[0]->failure;

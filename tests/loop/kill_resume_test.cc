@@ -58,8 +58,8 @@ InFlightAtKill in_flight_at_kill(const fs::path& run) {
   if (!run_started(run)) return r;
   std::vector<Event> events = load_events(run);
   for (const Event& e : events) {
-    if (e.type == ev::kModelRequest) r.model_request = true;
-    if (e.type == ev::kModelResponse) r.model_request = false;
+    if (e.type == events::ModelRequest::kType) r.model_request = true;
+    if (e.type == events::ModelResponse::kType) r.model_request = false;
   }
   State s = fold(events);
   for (const auto& [id, t] : s.in_flight) {

@@ -104,7 +104,7 @@ TEST(Runner, StopsCleanlyWhenTheToolCallBudgetIsUsedUpAndWarnsBefore) {
   State s = fold(f.events());
   EXPECT_EQ(s.used.tool_calls, 10);
   EXPECT_TRUE(s.done);
-  auto warned = events_of_type(f.events(), ev::kBudgetWarned);
+  auto warned = events_of_type(f.events(), events::BudgetWarned::kType);
   ASSERT_EQ(warned.size(), 1u);
   EXPECT_EQ(warned[0].payload["which"], "tool_calls");
   // The model was told, in a user message, before the stop.
@@ -129,8 +129,8 @@ TEST(Runner, AStepIsThreeTransactionsTheResponseAndItsFirstToolStartedShareOne) 
   EXPECT_EQ(runner.stats().transactions, 18);
   std::vector<Event> events = f.events();
   for (size_t i = 0; i + 1 < events.size(); ++i) {
-    if (events[i].type == ev::kModelResponse) {
-      EXPECT_EQ(events[i + 1].type, ev::kToolStarted) << "seq " << events[i].seq;
+    if (events[i].type == events::ModelResponse::kType) {
+      EXPECT_EQ(events[i + 1].type, events::ToolStarted::kType) << "seq " << events[i].seq;
       EXPECT_EQ(events[i + 1].payload["turn"],
                 fold(std::vector<Event>(events.begin(), events.begin() + i + 1)).used.model_calls);
     }
@@ -166,11 +166,11 @@ TEST(Runner, StartsGoalTurnsWhenThePolicyStopsAndPausesTheGoalAfterTurnsWithoutP
     goal_turns += e.payload["reason"] == "goal_turn";
   }
   EXPECT_EQ(goal_turns, 2);
-  auto changed = events_of_type(events, ev::kGoalChanged);
+  auto changed = events_of_type(events, events::GoalChanged::kType);
   ASSERT_EQ(changed.size(), 1u);
   EXPECT_EQ(changed[0].payload["verb"], "auto_pause");
   State s = fold(events);
-  EXPECT_EQ(s.goal.status, "paused");
+  EXPECT_EQ(s.goal.status, GoalStatus::kPaused);
   EXPECT_TRUE(s.paused);
   EXPECT_FALSE(s.done);
 }
@@ -189,7 +189,7 @@ TEST(Runner, MalformedToolCallsBecomeErrorMessagesForTheModelNotCrashes) {
   RunReport report = runner.run();
   EXPECT_EQ(report.reason, "finish");
   std::map<std::string, std::string> out;
-  for (const Event& e : events_of_type(f.events(), ev::kToolFinished)) {
+  for (const Event& e : events_of_type(f.events(), events::ToolFinished::kType)) {
     out[e.payload["call_id"]] = e.payload["output"];
     if (e.payload["call_id"] != "z") {
       EXPECT_FALSE(e.payload["ok"].get<bool>());
@@ -236,7 +236,7 @@ TEST(Runner, NoticesAGoalPauseAppendedByAnotherWriterAtItsNextStep) {
   ScriptedPolicy policy([&](int n) {
     if (n == 1) {  // `marathon goal pause` from another process, while the run goes
       other = EventStore::open((f.run_dir / "events.db").string(), EventStore::Mode::kOpen);
-      other->append({ev::kGoalChanged, {{"verb", "pause"}, {"status", "paused"}}});
+      other->append({events::GoalChanged::kType, {{"verb", "pause"}, {"status", "paused"}}});
     }
     return reply_with(
         {call("c" + std::to_string(n), "note", R"({"kind": "finding", "text": "x"})")});
@@ -252,22 +252,22 @@ TEST(Runner, ResumeReportsAnInFlightNonIdempotentToolAsInterruptedWithoutRerunni
   int runs = 0;
   f.tools.add(std::make_unique<CountingTool>(&runs));
   // What a killed runner left: the response and tool.started, no tool.finished.
-  f.store->append({ev::kModelRequest, {{"turn", 1}}});
+  f.store->append({events::ModelRequest::kType, {{"turn", 1}}});
   f.store->append(
-      {ev::kModelResponse,
+      {events::ModelResponse::kType,
        {{"message",
          {{"role", "assistant"},
           {"content", ""},
           {"tool_calls", {{{"id", "k1"}, {"name", "side_effect"}, {"arguments", "{}"}}}}}},
         {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}});
-  f.store->append({ev::kToolStarted,
+  f.store->append({events::ToolStarted::kType,
                    {{"call_id", "k1"}, {"name", "side_effect"}, {"arguments", json::object()}}});
   ScriptedPolicy policy(
       [](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
   Runner runner(*f.store, policy, f.tools, f.run_dir);
   runner.run();
   EXPECT_EQ(runs, 0);
-  auto finished = events_of_type(f.events(), ev::kToolFinished);
+  auto finished = events_of_type(f.events(), events::ToolFinished::kType);
   ASSERT_GE(finished.size(), 1u);
   EXPECT_EQ(finished[0].payload["call_id"], "k1");
   EXPECT_TRUE(finished[0].payload.value("interrupted", false));
@@ -278,9 +278,9 @@ TEST(Runner, ResumeReportsAnInFlightNonIdempotentToolAsInterruptedWithoutRerunni
 
 TEST(Runner, ResumeContinuesTheUnfinishedCallsOfALoggedResponseWithoutAskingTheModel) {
   Fixture f;
-  f.store->append({ev::kModelRequest, {{"turn", 1}}});
+  f.store->append({events::ModelRequest::kType, {{"turn", 1}}});
   f.store->append(
-      {ev::kModelResponse,
+      {events::ModelResponse::kType,
        {{"message",
          {{"role", "assistant"},
           {"content", ""},
@@ -289,11 +289,11 @@ TEST(Runner, ResumeContinuesTheUnfinishedCallsOfALoggedResponseWithoutAskingTheM
             {{"id", "n2"}, {"name", "note"}, {"arguments", R"({"kind":"finding","text":"b"})"}}}}}},
         {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}});
   // n1 finished before the kill; n2 never started.
-  f.store->append(
-      {ev::kToolStarted, {{"call_id", "n1"}, {"name", "note"}, {"arguments", json::object()}}});
-  f.store->append({ev::kToolFinished,
+  f.store->append({events::ToolStarted::kType,
+                   {{"call_id", "n1"}, {"name", "note"}, {"arguments", json::object()}}});
+  f.store->append({events::ToolFinished::kType,
                    {{"call_id", "n1"}, {"name", "note"}, {"ok", true}, {"output", "noted"}}});
-  f.store->append({ev::kLedgerNoted, {{"kind", "finding"}, {"text", "a"}}});
+  f.store->append({events::LedgerNoted::kType, {{"kind", "finding"}, {"text", "a"}}});
   ScriptedPolicy policy(
       [](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
   Runner runner(*f.store, policy, f.tools, f.run_dir);
@@ -306,13 +306,14 @@ TEST(Runner, ResumeContinuesTheUnfinishedCallsOfALoggedResponseWithoutAskingTheM
 
 TEST(Runner, AModelRequestInFlightAtAKillIsSentAgainButNotLoggedTwice) {
   Fixture f;
-  f.store->append({ev::kModelRequest, {{"turn", 1}}});  // the kill hit during the HTTP call
+  f.store->append(
+      {events::ModelRequest::kType, {{"turn", 1}}});  // the kill hit during the HTTP call
   ScriptedPolicy policy(
       [](int) { return reply_with({call("f", "finish", R"({"summary": "ok"})")}); });
   Runner runner(*f.store, policy, f.tools, f.run_dir);
   runner.run();
   EXPECT_EQ(policy.calls, 1);
-  EXPECT_EQ(events_of_type(f.events(), ev::kModelRequest).size(), 1u);
+  EXPECT_EQ(events_of_type(f.events(), events::ModelRequest::kType).size(), 1u);
   EXPECT_EQ(fold(f.events()).turns, 1);
 }
 
@@ -332,7 +333,7 @@ TEST(Runner, AnEvaluatorThatHangsIsKilledAtTheTimeoutAndTheRunGoesOn) {
   }
   RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
   EXPECT_EQ(report.reason, "finish");
-  auto evals = events_of_type(f.events(), ev::kEvalFinished);
+  auto evals = events_of_type(f.events(), events::EvalFinished::kType);
   ASSERT_EQ(evals.size(), 1u);
   EXPECT_EQ(evals[0].payload["status"], "timeout");
   EXPECT_FALSE(evals[0].payload["result"]["correct"].get<bool>());
@@ -357,7 +358,7 @@ TEST(Runner, AStepPredictedToJumpPastTheCostLimitGetsTheWrapUpNoteFirst) {
   RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
   EXPECT_EQ(report.reason, "budget");
   EXPECT_EQ(policy.calls, 3);
-  auto warned = events_of_type(f.events(), ev::kBudgetWarned);
+  auto warned = events_of_type(f.events(), events::BudgetWarned::kType);
   ASSERT_EQ(warned.size(), 1u);
   EXPECT_EQ(warned[0].payload["which"], "cost");
   EXPECT_TRUE(warned[0].payload.value("predicted", false));
@@ -385,13 +386,14 @@ TEST(Runner, CallsTheBudgetForbidsAreAnsweredAsNotRunAndUseNothing) {
   std::vector<Event> events = f.events();
   State s = fold(events);
   EXPECT_EQ(s.used.tool_calls, 3);
-  auto finished = events_of_type(events, ev::kToolFinished);
+  auto finished = events_of_type(events, events::ToolFinished::kType);
   ASSERT_EQ(finished.size(), 4u) << "every call of every response has a result";
   EXPECT_TRUE(finished[3].payload.value("not_run", false));
   EXPECT_FALSE(finished[3].payload["ok"].get<bool>());
   EXPECT_NE(finished[3].payload["output"].get<std::string>().find("not run"), std::string::npos);
-  EXPECT_EQ(events_of_type(events, ev::kToolStarted).size(), 3u) << "the fourth never started";
-  EXPECT_EQ(events.back().type, ev::kRunFinished);
+  EXPECT_EQ(events_of_type(events, events::ToolStarted::kType).size(), 3u)
+      << "the fourth never started";
+  EXPECT_EQ(events.back().type, events::RunFinished::kType);
 }
 
 TEST(Runner, AContextLengthErrorCompactionCannotFixPausesAsContextTooSmall) {
@@ -408,7 +410,7 @@ TEST(Runner, AContextLengthErrorCompactionCannotFixPausesAsContextTooSmall) {
   EXPECT_EQ(report.outcome, RunOutcome::kFailed);
   EXPECT_EQ(report.reason, "context_too_small");
   EXPECT_EQ(policy.calls, 1) << "the same prompt is not sent again";
-  auto paused = events_of_type(f.events(), ev::kRunPaused);
+  auto paused = events_of_type(f.events(), events::RunPaused::kType);
   ASSERT_EQ(paused.size(), 1u);
   const std::string why = paused[0].payload["message"];
   EXPECT_NE(why.find("--context-window"), std::string::npos) << why;
@@ -422,12 +424,12 @@ TEST(Runner, AFixedPromptLargerThanTheWindowFailsAtTheFirstStepSayingSo) {
   EXPECT_EQ(report.outcome, RunOutcome::kFailed);
   EXPECT_EQ(report.reason, "context_overflow");
   EXPECT_EQ(policy.calls, 0) << "nothing is sent";
-  auto paused = events_of_type(f.events(), ev::kRunPaused);
+  auto paused = events_of_type(f.events(), events::RunPaused::kType);
   ASSERT_EQ(paused.size(), 1u);
   const std::string why = paused[0].payload["message"];
   EXPECT_NE(why.find("fixed part"), std::string::npos) << why;
   EXPECT_NE(why.find("--context-window"), std::string::npos) << why;
-  EXPECT_TRUE(events_of_type(f.events(), ev::kModelRequest).empty());
+  EXPECT_TRUE(events_of_type(f.events(), events::ModelRequest::kType).empty());
 }
 
 TEST(Runner, FinishBeforeAnyCorrectEvaluationIsRefusedAndTheRunGoesOn) {
@@ -446,7 +448,7 @@ TEST(Runner, FinishBeforeAnyCorrectEvaluationIsRefusedAndTheRunGoesOn) {
   });
   RunReport report = Runner(*store, policy, tools, o.run_dir).run();
   EXPECT_EQ(report.reason, "budget");
-  auto finished = events_of_type(store->read(), ev::kToolFinished);
+  auto finished = events_of_type(store->read(), events::ToolFinished::kType);
   ASSERT_EQ(finished.size(), 3u);
   EXPECT_FALSE(finished[0].payload["ok"].get<bool>());
   EXPECT_NE(finished[0].payload["output"].get<std::string>().find("finish refused"),
@@ -506,7 +508,8 @@ State replay_of(Fixture& f, ReplayPolicy** served = nullptr) {
 
 TEST(Replay, AManualCompactionIsReplayedAtItsStepWithItsLoggedSummary) {
   Fixture f;
-  ExternalPolicy policy(f.store.get(), 3, {ev::kCompactionRequested, {{"trigger", "manual"}}});
+  ExternalPolicy policy(f.store.get(), 3,
+                        {events::CompactionRequested::kType, {{"trigger", "manual"}}});
   RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
   ASSERT_EQ(report.reason, "finish");
   State original = fold(f.events());
@@ -522,7 +525,7 @@ TEST(Replay, ARunPausedOnModelErrorsAndResumedReplaysToTheSameEnd) {
   ExternalPolicy first(nullptr, -1, {}, {2, 3, 4});
   RunReport paused = Runner(*f.store, first, f.tools, f.run_dir).run();
   ASSERT_EQ(paused.reason, "model_unavailable");
-  f.store->append({ev::kRunResumed, {{"reason", "resume"}}});
+  f.store->append({events::RunResumed::kType, {{"reason", "resume"}}});
   ExternalPolicy second(nullptr, -1, {});
   second.turns = first.turns;
   RunReport report = Runner(*f.store, second, f.tools, f.run_dir).run();
@@ -537,12 +540,12 @@ TEST(Replay, AGoalPauseAndResumeFromAnotherWriterAreReplayed) {
   Fixture f;
   ExternalPolicy policy(
       f.store.get(), 2,
-      {ev::kGoalChanged, {{"verb", "pause"}, {"objective", "o"}, {"status", "paused"}}});
+      {events::GoalChanged::kType, {{"verb", "pause"}, {"objective", "o"}, {"status", "paused"}}});
   RunReport paused = Runner(*f.store, policy, f.tools, f.run_dir).run();
   ASSERT_EQ(paused.reason, "goal_paused");
   f.store->append(
-      {ev::kGoalChanged, {{"verb", "resume"}, {"objective", "o"}, {"status", "active"}}});
-  f.store->append({ev::kRunResumed, {{"reason", "resume"}}});
+      {events::GoalChanged::kType, {{"verb", "resume"}, {"objective", "o"}, {"status", "active"}}});
+  f.store->append({events::RunResumed::kType, {{"reason", "resume"}}});
   RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
   ASSERT_EQ(report.reason, "finish");
   State original = fold(f.events());

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/events.h"
+
 namespace marathon {
 namespace {
 
@@ -24,25 +26,25 @@ json response(json calls, const std::string& text = "") {
 
 TEST(TurnTracker, CallsOfTheLastResponseStayUnfinishedUntilTheirToolFinishedArrives) {
   TurnTracker t;
-  t.apply(event(1, ev::kModelRequest, {}));
+  t.apply(event(1, events::ModelRequest::kType, {}));
   EXPECT_TRUE(t.request_pending());
-  t.apply(event(2, ev::kModelResponse,
+  t.apply(event(2, events::ModelResponse::kType,
                 response({{{"id", "a"}, {"name", "note"}, {"arguments", "{}"}},
                           {{"id", "b"}, {"name", "evaluate"}, {"arguments", "{}"}}})));
   EXPECT_FALSE(t.request_pending());
   ASSERT_EQ(t.unfinished_calls().size(), 2u);
-  t.apply(event(3, ev::kToolFinished, {{"call_id", "a"}}));
+  t.apply(event(3, events::ToolFinished::kType, {{"call_id", "a"}}));
   ASSERT_EQ(t.unfinished_calls().size(), 1u);
   EXPECT_EQ(t.unfinished_calls()[0].name, "evaluate");
   EXPECT_EQ(t.unfinished_calls()[0].index, 1u);
-  t.apply(event(4, ev::kToolFinished, {{"call_id", "b"}}));
+  t.apply(event(4, events::ToolFinished::kType, {{"call_id", "b"}}));
   EXPECT_TRUE(t.unfinished_calls().empty());
   EXPECT_FALSE(t.goal_turn_due());
 }
 
 TEST(TurnTracker, AStopWithoutToolCallsMakesAGoalTurnDueUntilOneIsStarted) {
   TurnTracker t;
-  t.apply(event(1, ev::kModelResponse, response(json::array(), "done?")));
+  t.apply(event(1, events::ModelResponse::kType, response(json::array(), "done?")));
   EXPECT_TRUE(t.policy_stopped());
   EXPECT_TRUE(t.goal_turn_due());
   EXPECT_EQ(t.goal_turn(), 1);
@@ -54,21 +56,21 @@ TEST(TurnTracker, AStopWithoutToolCallsMakesAGoalTurnDueUntilOneIsStarted) {
 TEST(TurnTracker, AFailedModelCallActsOnNothingAndCountsConsecutiveErrors) {
   TurnTracker t;
   json failed = {{"message", json::object()}, {"error", {{"kind", "transport"}}}};
-  t.apply(event(1, ev::kModelResponse, failed));
-  t.apply(event(2, ev::kModelResponse, failed));
+  t.apply(event(1, events::ModelResponse::kType, failed));
+  t.apply(event(2, events::ModelResponse::kType, failed));
   EXPECT_EQ(t.consecutive_model_errors(), 2);
   EXPECT_EQ(t.last_error_kind(), "transport");
   EXPECT_FALSE(t.goal_turn_due()) << "an error is not the policy stopping";
-  t.apply(event(3, ev::kModelResponse, response(json::array(), "ok")));
+  t.apply(event(3, events::ModelResponse::kType, response(json::array(), "ok")));
   EXPECT_EQ(t.consecutive_model_errors(), 0);
 }
 
 TEST(TurnTracker, ASummariserResponseIsNotAModelTurn) {
   TurnTracker t;
-  t.apply(event(1, ev::kModelResponse,
+  t.apply(event(1, events::ModelResponse::kType,
                 response({{{"id", "a"}, {"name", "note"}, {"arguments", "{}"}}})));
-  t.apply(
-      event(2, ev::kModelResponse, {{"purpose", "compaction"}, {"message", {{"content", "sum"}}}}));
+  t.apply(event(2, events::ModelResponse::kType,
+                {{"purpose", "compaction"}, {"message", {{"content", "sum"}}}}));
   EXPECT_EQ(t.unfinished_calls().size(), 1u) << "the turn's calls are still to run";
 }
 

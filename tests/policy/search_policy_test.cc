@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -95,7 +96,7 @@ TEST(PlanSearch, FailedConfigurationsNeverSurvive) {
 State fresh_state(int64_t max_tool_calls) {
   State s;
   s.created = true;
-  s.goal.direction = "max";
+  s.goal.direction = Direction::kMax;
   s.limits.max_tool_calls = max_tool_calls;
   return s;
 }
@@ -113,7 +114,7 @@ void apply_reply(State& s, const json& message, const std::vector<Knob>& knobs) 
       auto c = parse_config_text(knobs, args["strategy"]);
       ASSERT_TRUE(c.has_value());
       LedgerEntry l;
-      l.kind = "attempt";
+      l.kind = LedgerKind::kAttempt;
       l.seq = ++s.last_seq;
       l.text = args["strategy"];
       l.correct = true;
@@ -171,6 +172,27 @@ TEST(SearchPolicyReplies, RunsToFinishAndLeavesTheBestInTheWorkspace) {
   EXPECT_THAT(last_written, HasSubstr("constexpr int U = 4;"));
 }
 
+TEST(SearchPolicyReplies, ProfilesTheBestOnceBeforeFinishingOnAGpuTask) {
+  for (bool gpu : {false, true}) {
+    SearchPolicy p(Files{{"kernel.cc", kKernel}});
+    State s = fresh_state(80);
+    s.task = {{"needs_gpu", gpu}};
+    std::vector<std::string> names;
+    for (int i = 0; i < 200 && !s.done; ++i) {
+      json m = step(p, s);
+      for (const auto& c : m["tool_calls"]) names.push_back(c["function"]["name"]);
+      apply_reply(s, m, p.knobs());
+    }
+    ASSERT_TRUE(s.done);
+    ASSERT_GE(names.size(), 2u);
+    EXPECT_EQ(std::count(names.begin(), names.end(), "profile"), gpu ? 1 : 0);
+    if (gpu) {
+      EXPECT_EQ(names[names.size() - 2], "profile");
+    }
+    EXPECT_EQ(names.back(), "finish");
+  }
+}
+
 TEST(SearchPolicyReplies, ResumeWithAFreshPolicyContinuesTheSamePlan) {
   // The uninterrupted run.
   SearchPolicy p(Files{{"kernel.cc", kKernel}});
@@ -193,9 +215,9 @@ TEST(SearchPolicyReplies, ResumeWithAFreshPolicyContinuesTheSamePlan) {
 TEST(SearchPolicyReplies, FailedAttemptsCountAsFailuresForMinGoalsToo) {
   SearchPolicy p(Files{{"kernel.cc", kKernel}});
   State s = fresh_state(100);
-  s.goal.direction = "min";
+  s.goal.direction = Direction::kMin;
   LedgerEntry a;
-  a.kind = "attempt";
+  a.kind = LedgerKind::kAttempt;
   a.text = "BM=16 BN=32 U=1";
   a.correct = true;
   a.score = 5.0;

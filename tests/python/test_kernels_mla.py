@@ -206,3 +206,48 @@ def test_bad_shapes_raise_a_clear_error(q_shape, kv_shape, dv):
     kv = torch.zeros(kv_shape, dtype=torch.bfloat16, device=DEVICE)
     with pytest.raises(ValueError, match="mla_decode"):
         K.mla_decode(q, kv, 0.1, dv)
+
+
+def test_fused_merge_counters_are_one_pair_per_stream():
+    """Calls on different streams get different barrier-counter pairs (overlapping fused merges would
+    otherwise mix their arrivals); one stream keeps its pair; with every slot taken the caller is told
+    to merge separately (None) instead of sharing a pair."""
+    dev = torch.device("cpu")
+    K._SYNC.clear()
+    K._SYNC_SLOT.clear()
+    try:
+        a, b = K._sync_buffer(dev, 1001), K._sync_buffer(dev, 1002)
+        assert a.data_ptr() != b.data_ptr()
+        assert K._sync_buffer(dev, 1001).data_ptr() == a.data_ptr()
+        assert a.shape == (2,) and int(a.abs().sum()) == 0
+        for s in range(K._SYNC_SLOTS - 2):
+            assert K._sync_buffer(dev, 2000 + s) is not None
+        assert K._sync_buffer(dev, 9999) is None
+        assert K._sync_buffer(dev, 1002).data_ptr() == b.data_ptr()
+    finally:
+        K._SYNC.clear()
+        K._SYNC_SLOT.clear()
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="two streams at once need a GPU")
+def test_decode_on_two_streams_at_once_matches_the_reference():
+    """Two fused decode calls issued together on two streams, many times over, as a serving engine
+    would: each output matches the float64 reference of its own inputs."""
+    B, Sq, H, Skv = 1, 1, 64, 8192
+    cfg = {"impl": "tl", "fused_merge": True}
+    (q1, kv1), (q2, kv2) = _inputs(B, Sq, H, Skv, 11), _inputs(B, Sq, H, Skv, 12)
+    scale = 576**-0.5
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    K.decode_with_config(q1, kv1, scale, DV, cfg)  # compile outside the race
+    torch.cuda.synchronize()
+    outs = []
+    for _ in range(50):
+        with torch.cuda.stream(streams[0]):
+            o1 = K.decode_with_config(q1, kv1, scale, DV, cfg)
+        with torch.cuda.stream(streams[1]):
+            o2 = K.decode_with_config(q2, kv2, scale, DV, cfg)
+        outs.append((o1, o2))
+    torch.cuda.synchronize()
+    for o1, o2 in outs[::10] + outs[-1:]:
+        _check(o1, q1, kv1, scale, "stream 1")
+        _check(o2, q2, kv2, scale, "stream 2")

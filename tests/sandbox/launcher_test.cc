@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -240,6 +241,30 @@ TEST_F(Sandboxed, EvaluateProfileReadsItsFoldersWritesOnlyItsScratchAndLeavesNot
   std::string home = r.out.substr(at + 5, r.out.find('\n', at) - at - 5);
   EXPECT_FALSE(home.empty());
   EXPECT_FALSE(fs::exists(home)) << "the scratch folder " << home << " was left behind";
+}
+
+TEST_F(Sandboxed, TheFoldersOnPythonpathAreReadableAndReadOnly) {
+  // PYTHONPATH passes into the sandbox, so the folders it names must be there too (wheels unpacked
+  // beside the interpreter's own site-packages), and read-only.
+  TempFolder ws, lib;
+  std::ofstream(lib.path() / "mod.txt") << "module-visible\n";
+  const char* old = std::getenv("PYTHONPATH");
+  std::string saved = old ? old : "";
+  setenv("PYTHONPATH", ("relative/ignored:" + lib.path().string()).c_str(), 1);
+  LaunchSpec s;
+  s.argv = {"/bin/sh", "-c",
+            "cat " + (lib.path() / "mod.txt").string() + "; touch " +
+                (lib.path() / "planted").string() + " 2>/dev/null || echo lib-read-only"};
+  s.writable = {ws.path()};
+  LaunchResult r = launch(s);
+  if (old)
+    setenv("PYTHONPATH", saved.c_str(), 1);
+  else
+    unsetenv("PYTHONPATH");
+  ASSERT_TRUE(r.started) << r.setup_error;
+  EXPECT_NE(r.out.find("module-visible"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("lib-read-only"), std::string::npos) << r.out << r.err;
+  EXPECT_FALSE(fs::exists(lib.path() / "planted"));
 }
 
 TEST_F(Sandboxed, TheNetworkIsUnreachable) {

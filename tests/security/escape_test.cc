@@ -145,10 +145,10 @@ TEST(Escape, HostileCommandAndCandidateWriteNothingOutsideReachNoNetworkAndLeave
 
   std::vector<Event> events = load_events(run);
   std::string run_output, eval_log;
-  for (const Event& e : events_of_type(events, ev::kToolFinished)) {
+  for (const Event& e : events_of_type(events, events::ToolFinished::kType)) {
     if (e.payload.value("name", "") == "run") run_output = e.payload.value("output", "");
   }
-  std::vector<Event> evals = events_of_type(events, ev::kEvalFinished);
+  std::vector<Event> evals = events_of_type(events, events::EvalFinished::kType);
   ASSERT_EQ(evals.size(), 1u);
   eval_log = evals[0].payload["result"].value("log", "");
 

@@ -64,7 +64,7 @@ ScriptedResponse finish() { return calls({tc("finish", {{"summary", "done"}})});
 
 std::vector<json> tool_finished_of(const fs::path& run, const std::string& name) {
   std::vector<json> out;
-  for (const Event& e : events_of_type(load_events(run), ev::kToolFinished)) {
+  for (const Event& e : events_of_type(load_events(run), events::ToolFinished::kType)) {
     if (e.payload.value("name", "") == name) out.push_back(e.payload);
   }
   return out;
@@ -254,7 +254,7 @@ TEST(PlantedLinks, ALinkedEditableFileIsNeverEvaluatedNorServedFromTheCache) {
   ASSERT_EQ(run_binary(tiny_run_args(run, server.base_url()), {}, dir / "log", 300), 0)
       << read_text(dir / "log");
   std::vector<Event> events = load_events(run);
-  for (const Event& e : events_of_type(events, ev::kEvalFinished)) {
+  for (const Event& e : events_of_type(events, events::EvalFinished::kType)) {
     EXPECT_FALSE(e.payload.value("cached", false))
         << "an evaluation was served from the cache: " << e.payload.dump();
     EXPECT_FALSE(e.payload["result"].value("correct", false))

@@ -63,7 +63,7 @@ std::vector<std::string> run_args(const fs::path& run, const std::string& url,
 }
 
 std::string finished_summary(const std::vector<Event>& events) {
-  for (const Event& e : events_of_type(events, ev::kRunFinished)) return e.payload.dump();
+  for (const Event& e : events_of_type(events, events::RunFinished::kType)) return e.payload.dump();
   return "";
 }
 
@@ -190,14 +190,14 @@ TEST(HugeReply, TwoMegabyteReplyAgainstAnEnforcedWindowIsCutAndTheRunContinues) 
   std::vector<Event> cuts = events_of_type(events, "compaction.cut");
   ASSERT_EQ(cuts.size(), 1u) << "the cut must be a logged compaction step";
   int64_t reply_seq = 0;
-  for (const Event& e : events_of_type(events, ev::kModelResponse)) {
+  for (const Event& e : events_of_type(events, events::ModelResponse::kType)) {
     if (e.payload["message"].value("content", "").size() > 1000000) reply_seq = e.seq;
   }
   ASSERT_GT(reply_seq, 0) << "the whole reply stays in the log";
   EXPECT_EQ(cuts[0].payload["cuts"][0]["seq"], reply_seq);
   EXPECT_EQ(recalled_seq, std::to_string(reply_seq)) << "the prompt's note names the reply";
   bool paged = false;
-  for (const Event& e : events_of_type(events, ev::kToolFinished)) {
+  for (const Event& e : events_of_type(events, events::ToolFinished::kType)) {
     if (e.payload.value("name", "") != "recall") continue;
     const std::string out = e.payload.value("output", "");
     paged = out.find("the model's reply, bytes 0..") != std::string::npos &&
@@ -226,10 +226,10 @@ TEST(HugeReply, AResumedRunOverTheWindowCompactsBeforeItSends) {
     std::unique_ptr<EventStore> store = create_run(task, o);
     const json args = {{"kind", "finding"}, {"text", "long"}};
     store->append(
-        {ev::kModelRequest,
+        {events::ModelRequest::kType,
          {{"turn", 1}, {"prompt_sha", "0"}, {"n_messages", 2}, {"tokens_estimate", 900}}});
     store->append(
-        {ev::kModelResponse,
+        {events::ModelResponse::kType,
          {{"message",
            {{"content", words(2 << 20)},
             {"tool_calls",
@@ -240,18 +240,18 @@ TEST(HugeReply, AResumedRunOverTheWindowCompactsBeforeItSends) {
           {"model", "gpt-4o"},
           {"finish_reason", "tool_calls"}}});
     store->append(
-        {ev::kToolStarted,
+        {events::ToolStarted::kType,
          {{"call_id", "c1"}, {"name", "note"}, {"arguments", args}, {"turn", 1}, {"index", 0}}});
-    store->append({ev::kToolFinished,
+    store->append({events::ToolFinished::kType,
                    {{"call_id", "c1"},
                     {"name", "note"},
                     {"ok", true},
                     {"output", "noted"},
                     {"elapsed_s", 0.0}}});
     store->append(
-        {ev::kModelRequest,
+        {events::ModelRequest::kType,
          {{"turn", 1}, {"prompt_sha", "1"}, {"n_messages", 4}, {"tokens_estimate", 600000}}});
-    store->append({ev::kRunPaused, {{"reason", "interrupted"}, {"message", "test"}}});
+    store->append({events::RunPaused::kType, {{"reason", "interrupted"}, {"message", "test"}}});
   }
   int rc = run_binary({"resume", run.string(), "--quiet"}, kEnv, dir / "log", 300);
   ASSERT_EQ(rc, 0) << read_text(dir / "log");
@@ -263,7 +263,7 @@ TEST(HugeReply, AResumedRunOverTheWindowCompactsBeforeItSends) {
   ASSERT_EQ(cuts.size(), 1u);
   // The prompt after the cut is logged as a new request, so the log says what was sent.
   bool request_after_cut = false;
-  for (const Event& e : events_of_type(events, ev::kModelRequest)) {
+  for (const Event& e : events_of_type(events, events::ModelRequest::kType)) {
     request_after_cut = request_after_cut || e.seq > cuts[0].seq;
   }
   EXPECT_TRUE(request_after_cut);
@@ -302,16 +302,16 @@ TEST(HungModel, SigtermEndsTheProcessWithinTwoSecondsAndTheRunResumes) {
 
   std::vector<Event> events = load_events(run);
   ASSERT_FALSE(events.empty());
-  EXPECT_EQ(events.back().type, ev::kRunPaused);
+  EXPECT_EQ(events.back().type, events::RunPaused::kType);
   EXPECT_EQ(events.back().payload["reason"], "interrupted");
-  EXPECT_TRUE(events_of_type(events, ev::kModelResponse).empty())
+  EXPECT_TRUE(events_of_type(events, events::ModelResponse::kType).empty())
       << "an abandoned call is not a response: the request stays pending";
 
   int rc2 = run_binary({"resume", run.string(), "--quiet"}, kEnv, dir / "log", 120);
   ASSERT_EQ(rc2, 0) << read_text(dir / "log");
   events = load_events(run);
   EXPECT_EQ(fold(events).finish_reason, "finish");
-  EXPECT_EQ(events_of_type(events, ev::kModelRequest).size(), 1u)
+  EXPECT_EQ(events_of_type(events, events::ModelRequest::kType).size(), 1u)
       << "resume sends the pending request again without logging a second one";
 }
 

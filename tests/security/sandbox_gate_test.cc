@@ -62,9 +62,9 @@ TEST_F(NoUserNamespaces, UnsafeNoSandboxRunsLogsItAndStatusShowsIt) {
   ASSERT_EQ(marathon(args, "run.log"), 0) << read_text(dir_ / "run.log");
   EXPECT_NE(read_text(dir_ / "run.log").find("WITHOUT the sandbox"), std::string::npos);
 
-  std::vector<Event> disabled = events_of_type(load_events(run), ev::kSandboxDisabled);
+  std::vector<Event> disabled = events_of_type(load_events(run), events::SandboxDisabled::kType);
   ASSERT_EQ(disabled.size(), 1u);
-  std::vector<Event> calls = events_of_type(load_events(run), ev::kToolStarted);
+  std::vector<Event> calls = events_of_type(load_events(run), events::ToolStarted::kType);
   ASSERT_FALSE(calls.empty());
   EXPECT_LT(disabled[0].seq, calls.front().seq) << "logged at the start, before any tool ran";
   EXPECT_EQ(disabled[0].payload["command"], "run");
@@ -96,7 +96,7 @@ TEST(SandboxStatus, ASandboxedRunSaysSo) {
   fs::path run = dir / "run";
   ASSERT_EQ(run_binary(tiny_run_args(run, server.base_url()), {}, dir / "run.log"), 0)
       << read_text(dir / "run.log");
-  EXPECT_TRUE(events_of_type(load_events(run), ev::kSandboxDisabled).empty());
+  EXPECT_TRUE(events_of_type(load_events(run), events::SandboxDisabled::kType).empty());
   ASSERT_EQ(run_binary({"status", run.string()}, {}, dir / "status.log"), 0);
   EXPECT_NE(read_text(dir / "status.log").find("sandbox    on"), std::string::npos);
 }

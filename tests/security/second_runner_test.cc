@@ -136,12 +136,13 @@ TEST(SecondRunner, GoalVerbsStillWorkWhileARunnerHoldsTheRun) {
   ASSERT_TRUE(held.wait_reached(120)) << read_text(dir / "first.log");
   EXPECT_EQ(run_binary({"goal", "pause", run.string(), "checking"}, {}, dir / "goal.log", 60), 0)
       << read_text(dir / "goal.log");
-  EXPECT_EQ(testing::events_of_type(load_events(run), ev::kGoalChanged).size(), 1u);
+  EXPECT_EQ(testing::events_of_type(load_events(run), events::GoalChanged::kType).size(), 1u);
   held.release();
   std::optional<int> rc = first.wait_for(120);
   ASSERT_TRUE(rc);
   EXPECT_EQ(*rc, 0) << read_text(dir / "first.log");
-  EXPECT_EQ(load_state(run).goal.status, "paused") << "the runner did not read the goal verb";
+  EXPECT_EQ(load_state(run).goal.status, GoalStatus::kPaused)
+      << "the runner did not read the goal verb";
 }
 
 }  // namespace

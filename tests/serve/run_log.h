@@ -37,15 +37,17 @@ class RunLog {
 
   void write(const std::string& text, const std::string& path = "solution.txt") {
     std::string sha = store_->put_blob(text);
-    append(ev::kWorkspaceWritten, {{"path", path}, {"sha", sha}, {"size", text.size()}});
+    append(events::WorkspaceWritten::kType, {{"path", path}, {"sha", sha}, {"size", text.size()}});
     files_[path] = sha;
   }
   std::string candidate() const { return candidate_hash(files_); }
 
   void tool(const std::string& name, const std::string& output, bool ok = true) {
     std::string id = "call-" + std::to_string(++calls_);
-    append(ev::kToolStarted, {{"call_id", id}, {"name", name}, {"arguments", json::object()}});
-    append(ev::kToolFinished, {{"call_id", id}, {"name", name}, {"ok", ok}, {"output", output}});
+    append(events::ToolStarted::kType,
+           {{"call_id", id}, {"name", name}, {"arguments", json::object()}});
+    append(events::ToolFinished::kType,
+           {{"call_id", id}, {"name", name}, {"ok", ok}, {"output", output}});
   }
 
   // An evaluation of the current files (after an `evaluate` tool call, as the runner logs it).
@@ -54,12 +56,12 @@ class RunLog {
     tool("evaluate", "evaluated");
     json result = {{"correct", correct}, {"violations", violations}, {"metrics", {{"ms", 1.5}}}};
     result["score"] = score ? json(*score) : json(nullptr);
-    return append(ev::kEvalFinished, {{"candidate", candidate()},
-                                      {"cache_key", "key-" + std::to_string(calls_)},
-                                      {"cached", false},
-                                      {"status", status},
-                                      {"result", result},
-                                      {"strategy", strategy}});
+    return append(events::EvalFinished::kType, {{"candidate", candidate()},
+                                                {"cache_key", "key-" + std::to_string(calls_)},
+                                                {"cached", false},
+                                                {"status", status},
+                                                {"result", result},
+                                                {"strategy", strategy}});
   }
 
  private:

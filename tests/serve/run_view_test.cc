@@ -58,7 +58,7 @@ TEST(RunView, RefreshAddsWhatWasAppendedAfterTheFirstFold) {
 
   log.write("value = 3\n");
   log.eval(3.0);
-  log.append(ev::kGoalChanged, {{"verb", "edit"}, {"objective", "reach 10"}});
+  log.append(events::GoalChanged::kType, {{"verb", "edit"}, {"objective", "reach 10"}});
   v.refresh();
   ASSERT_EQ(v.evaluations().size(), 2u);
   EXPECT_GT(v.evaluations()[1].seq, before);
@@ -126,9 +126,9 @@ TEST(RunView, EventLinesAreTheNewestFilteredByType) {
   json all = event_lines(v.store(), 0, 10);
   ASSERT_EQ(all.size(), 10u);
   EXPECT_EQ(all.back()["seq"], v.store().last_seq());
-  json started = event_lines(v.store(), 0, 5, {ev::kToolStarted});
+  json started = event_lines(v.store(), 0, 5, {events::ToolStarted::kType});
   ASSERT_EQ(started.size(), 5u);
-  for (const json& l : started) EXPECT_EQ(l["type"], ev::kToolStarted);
+  for (const json& l : started) EXPECT_EQ(l["type"], events::ToolStarted::kType);
   EXPECT_TRUE(event_lines(v.store(), v.store().last_seq(), 10).empty());
 }
 

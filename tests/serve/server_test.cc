@@ -58,7 +58,7 @@ class Server : public ::testing::Test {
     return {r->status, json::parse(r->body, nullptr, false)};
   }
   size_t goal_events() {
-    return mt::events_of_type(mt::load_events(log_.dir()), ev::kGoalChanged).size();
+    return mt::events_of_type(mt::load_events(log_.dir()), events::GoalChanged::kType).size();
   }
 
   mt::TempDir tmp_{"serve"};

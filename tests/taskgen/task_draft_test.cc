@@ -88,7 +88,7 @@ TEST(RenderTaskToml, ParsesBackToTheDraftedTask) {
   TaskDraft d;
   d.name = "speed";
   d.metric_name = "ms";
-  d.direction = "max";
+  d.direction = Direction::kMax;
   d.metric = R"x(python3 -c "import sys; print(\"4\")" | tail -n 1)x";
   d.check = "make test 'a b'\tx";
   d.starter = {"a.py", "tests/t.py", "weird \"name\".txt"};
@@ -107,7 +107,7 @@ TEST(RenderTaskToml, ParsesBackToTheDraftedTask) {
   EXPECT_EQ(t.starter, d.starter);
   EXPECT_EQ(t.editable, d.editable);
   EXPECT_EQ(t.goal.metric, "ms");
-  EXPECT_EQ(t.goal.direction, "max");
+  EXPECT_EQ(t.goal.direction, Direction::kMax);
   EXPECT_EQ(t.evaluator.argv, (std::vector<std::string>{"{python}", kEvaluatorFile}));
   EXPECT_EQ(t.evaluator.timeout_s, 130);
   EXPECT_EQ(t.rules["metric"], d.metric);
@@ -134,7 +134,7 @@ TEST(DefaultDescription, SaysTheCommandsTheDirectionAndWhatMayChange) {
   TaskDraft d;
   d.metric = "sh size.sh";
   d.check = "sh test.sh";
-  d.direction = "min";
+  d.direction = Direction::kMin;
   d.editable = {"src/*"};
   d.protect = {"src/gen.c"};
   std::string s = default_description(d);

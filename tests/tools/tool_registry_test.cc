@@ -52,8 +52,8 @@ TEST(ToolRegistry, UnknownToolListsTheValidNames) {
   ToolResult r = workspace_registry().call("delete_all", "{}", w.ctx);
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.output,
-            "unknown tool 'delete_all'; valid tools: read_file, write_file, edit_file, list_files, "
-            "grep, run");
+            "error: unknown tool \"delete_all\"; the tools are: read_file, write_file, edit_file, "
+            "list_files, grep, run");
 }
 
 TEST(ToolRegistry, InvalidJsonArgumentsAreAClearErrorNotACrash) {
@@ -84,7 +84,8 @@ TEST(ToolRegistry, SchemaInvalidArgumentsNameTheFieldAndShowTheSchema) {
   auto reg = workspace_registry();
   ToolResult r = reg.call("write_file", R"({"path": 7, "contents": "x"})", w.ctx);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.output.find("invalid arguments for write_file"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("error: invalid arguments for `write_file`:"), std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("arguments.path: expected string, got integer"), std::string::npos);
   EXPECT_NE(r.output.find("arguments.content: required property is missing"), std::string::npos);
   EXPECT_NE(r.output.find("arguments.contents: unknown property (allowed: content, path)"),

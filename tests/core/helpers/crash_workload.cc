@@ -3,12 +3,14 @@
 #include <random>
 #include <stdexcept>
 
+#include "core/events.h"
+
 namespace crashtest {
 
 using marathon::Event;
 using marathon::json;
 using marathon::NewEvent;
-namespace ev = marathon::ev;
+namespace events = marathon::events;
 
 namespace {
 
@@ -56,7 +58,7 @@ std::vector<NewEvent> unit_events(uint64_t seed, int64_t s, std::string* blob) {
   std::vector<NewEvent> out;
   if (s == 1) {
     out.push_back(
-        make(ev::kRunCreated,
+        make(events::RunCreated::kType,
              {{"run_id", "run-crash-" + std::to_string(seed)},
               {"task", {{"name", "crash"}}},
               {"goal", {{"objective", "survive"}, {"metric", "score"}, {"direction", "max"}}},
@@ -69,7 +71,7 @@ std::vector<NewEvent> unit_events(uint64_t seed, int64_t s, std::string* blob) {
   switch (u.kind) {
     case UnitKind::kSingle:
       out.push_back(
-          make(ev::kModelResponse,
+          make(events::ModelResponse::kType,
                {{"message", {{"content", text(r, 50 + r() % 3000)}}},
                 {"usage", {{"prompt_tokens", r() % 5000}, {"completion_tokens", r() % 500}}},
                 {"cost_usd", double(r() % 1000) / 1e5}},
@@ -78,7 +80,7 @@ std::vector<NewEvent> unit_events(uint64_t seed, int64_t s, std::string* blob) {
     case UnitKind::kBlobWrite: {
       *blob = text(r, 100 + r() % 20000);
       std::string sha = marathon::sha256_hex(*blob);
-      out.push_back(make(ev::kWorkspaceWritten,
+      out.push_back(make(events::WorkspaceWritten::kType,
                          {{"path", "kernel_" + std::to_string(r() % 4) + ".cc"},
                           {"sha", sha},
                           {"size", blob->size()}},
@@ -87,9 +89,9 @@ std::vector<NewEvent> unit_events(uint64_t seed, int64_t s, std::string* blob) {
     }
     case UnitKind::kToolPair:
       out.push_back(make(
-          ev::kToolStarted,
+          events::ToolStarted::kType,
           {{"call_id", call}, {"name", "run"}, {"arguments", {{"cmd", text(r, 40)}}}}, seed, s));
-      out.push_back(make(ev::kToolFinished,
+      out.push_back(make(events::ToolFinished::kType,
                          {{"call_id", call},
                           {"name", "run"},
                           {"ok", true},
@@ -101,14 +103,14 @@ std::vector<NewEvent> unit_events(uint64_t seed, int64_t s, std::string* blob) {
       for (int i = 0; i < u.events; ++i) {
         int64_t seq = s + i;
         if (i % 3 == 0 && i + 1 == u.events) {  // no start without its finish in a batch
-          out.push_back(
-              make(ev::kLedgerNoted, {{"kind", "finding"}, {"text", text(r, 80)}}, seed, seq));
+          out.push_back(make(events::LedgerNoted::kType,
+                             {{"kind", "finding"}, {"text", text(r, 80)}}, seed, seq));
         } else if (i % 3 == 0) {
           out.push_back(make(
-              ev::kToolStarted,
+              events::ToolStarted::kType,
               {{"call_id", call}, {"name", "evaluate"}, {"arguments", json::object()}}, seed, seq));
         } else if (i % 3 == 1) {
-          out.push_back(make(ev::kToolFinished,
+          out.push_back(make(events::ToolFinished::kType,
                              {{"call_id", call},
                               {"name", "evaluate"},
                               {"ok", true},
@@ -116,7 +118,7 @@ std::vector<NewEvent> unit_events(uint64_t seed, int64_t s, std::string* blob) {
                               {"elapsed_s", 2.0}},
                              seed, seq));
         } else {
-          out.push_back(make(ev::kEvalFinished,
+          out.push_back(make(events::EvalFinished::kType,
                              {{"candidate", "cand-" + std::to_string(seq)},
                               {"cache_key", "key-" + std::to_string(seq)},
                               {"cached", false},

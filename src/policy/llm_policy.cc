@@ -1,4 +1,4 @@
-#include "llm/llm_policy.h"
+#include "policy/llm_policy.h"
 
 #include <algorithm>
 
@@ -20,17 +20,16 @@ PolicyReply to_policy_reply(const llm::ChatResult& result, const std::string& pr
   reply.cost_usd = result.cost_usd;
   reply.finish_reason = result.finish_reason;
   if (result.error) {
-    reply.error = json{{"kind", llm::to_string(result.error->kind)},
-                       {"message", result.error->message},
-                       {"http_status", result.error->http_status},
-                       {"attempts", result.attempts}};
+    events::ModelError error = events::ModelError::make(result.error->kind, result.error->message);
+    error.http_status = result.error->http_status;
+    error.attempts = result.attempts;
+    reply.error = std::move(error);
   }
   if (result.usage_estimated) {
-    reply.usage_rejected = json{{"problems", result.usage_problems},
-                                {"reported", result.usage_reported},
-                                {"estimated",
-                                 {{"prompt_tokens", result.usage.prompt_tokens},
-                                  {"completion_tokens", result.usage.completion_tokens}}}};
+    events::LlmUsageRejected& w = reply.usage_rejected.emplace();
+    w.problems = result.usage_problems;
+    w.reported = result.usage_reported;
+    w.estimated = {result.usage.prompt_tokens, result.usage.completion_tokens};
   }
   for (const auto& p : result.problems) {
     reply.problems.push_back(
