@@ -76,7 +76,7 @@ TEST(PromptBuilder, PreviousRequestButItsTailIsABytePrefixOfTheNext) {
     s.best_score = 1.0 + i;  // the goal block changes every step
     s.used.cost_usd = 0.01 * i;
     s.ledger.push_back(LedgerEntry{
-        i + 1, "finding", fmt::format("finding {}", i), "", {}, {}, "", json::object()});
+        i + 1, LedgerKind::kFinding, fmt::format("finding {}", i), "", {}, {}, "", json::object()});
     Prompt p = build_prompt(s, b.events, c);
     ASSERT_EQ(p.units_omitted, 0);
     if (!previous.is_null()) {
