@@ -128,6 +128,12 @@ def main() -> int:
     ap.add_argument("--marathon", default=str(ROOT / "build/marathon"))
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--window", type=int, default=8192)
+    ap.add_argument(
+        "--max-output-tokens",
+        type=int,
+        default=256,
+        help="the reply's limit (a 135M model rambles; short replies keep a CPU run to minutes)",
+    )
     ap.add_argument("--keep", help="keep the runs here instead of a temporary folder")
     a = ap.parse_args()
 
@@ -166,7 +172,8 @@ def main() -> int:
         base = pathlib.Path(a.keep) if a.keep else pathlib.Path(tempfile.mkdtemp(prefix="marathon-real-model-"))
         base.mkdir(parents=True, exist_ok=True)
         run, replay = base / "run", base / "replay"
-        common = ["--context-window", str(a.window), "--goal-auto-pause", "0", "--max-tool-calls", str(10 * a.calls)]
+        common = ["--context-window", str(a.window), "--goal-auto-pause", "0", "--max-tool-calls", str(10 * a.calls),
+              "--max-output-tokens", str(a.max_output_tokens)]  # fmt: skip
         cmd = [a.marathon, "run", str(ROOT / "tasks/cpu-matmul"), "--run-dir", str(run), "--policy", "llm",
                "--model", "llamacpp:smollm2", "--base-url", proxy.url, "--quiet", *common]  # fmt: skip
         runner = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
