@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -13,8 +14,9 @@
 namespace marathon {
 
 struct DriveOptions {
-  bool quiet = false;            // no live progress (the summary is still printed)
-  LoggedResultFn logged_result;  // replay
+  bool quiet = false;                   // no live progress (the summary is still printed)
+  LoggedResultFn logged_result;         // replay
+  std::function<void()> between_steps;  // replay: RunnerHooks::between_steps
 };
 
 // Runs the loop on an open run until it stops. Returns the report and leaves the final state in
