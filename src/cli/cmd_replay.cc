@@ -50,12 +50,11 @@ int do_replay(const std::string& from, const std::string& to, bool quiet) {
   }
   store->set_write_guard([&lock] { lock->verify(); });
   ReplayPolicy policy(original);
-  DriveOptions options{quiet, logged_results(original, *from_store, *store)};
   std::printf("marathon: replaying %s into %s (%zu logged model responses, no model calls)\n",
               from.c_str(), to.c_str(), policy.available());
   std::fflush(stdout);
   State replayed;
-  RunReport report = drive(*store, to, policy, options, &replayed);
+  RunReport report = drive_replay(*store, to, original, *from_store, policy, quiet, &replayed);
   json want = comparable_state(fold(original));
   json got = comparable_state(replayed);
   if (want == got) {

@@ -22,6 +22,7 @@
 #include "eval/executor.h"
 #include "goal/limits.h"
 #include "goal/task_spec.h"
+#include "llm/pricing.h"
 #include "loop/branches.h"
 #include "loop/drive.h"
 #include "loop/replay.h"
@@ -51,6 +52,10 @@ struct RunArgs {
   std::optional<double> target;
   std::optional<int64_t> context_window;
   std::optional<double> model_timeout;
+  std::optional<int64_t> max_output_tokens;
+  std::string reasoning_effort;
+  std::optional<int64_t> thinking_budget;
+  bool stream = false;
   int goal_auto_pause = 5;
   bool quiet = false;
   bool unsafe_no_sandbox = false;
@@ -105,6 +110,23 @@ std::string default_run_dir(const std::string& task_name) {
   return fmt::format("runs/{}-{}", task_name, buf);
 }
 
+// A cost budget is only as good as the model's price: "" when `model` (PROVIDER:MODEL) has one
+// (the task's [prices] or the built-in table), else the warning that says the budget cannot stop
+// the run.
+std::string unpriced_model_warning(const TaskSpec& task, const std::string& model,
+                                   double max_cost) {
+  if (task.prices.is_object() && task.prices.contains(model)) return "";
+  const std::string name =
+      model.substr(model.find(':') == std::string::npos ? 0 : model.find(':') + 1);
+  if (llm::PriceTable().lookup(name)) return "";
+  return fmt::format(
+      "--max-cost {:.6g}: model {} has no price (not in the built-in table, nor in the task's "
+      "[prices]), so its calls count as $0 and the cost budget can never stop this run; add "
+      "[prices] \"{}\" = {{ prompt = USD/Mtok, completion = USD/Mtok }} to task.toml, or use "
+      "--max-tokens",
+      max_cost, model, model);
+}
+
 // The first flag whose value is out of range, as "--flag: problem" (goal/limits.h); "" when all
 // are usable.
 std::string flag_problem(const RunArgs& a) {
@@ -131,6 +153,20 @@ std::string flag_problem(const RunArgs& a) {
   }
   if (a.model_timeout)
     checks.emplace_back("--model-timeout", model_timeout_problem(*a.model_timeout));
+  if (a.max_output_tokens) {
+    checks.emplace_back("--max-output-tokens",
+                        range_problem(double(*a.max_output_tokens), 1, true, 1e7));
+  }
+  if (a.thinking_budget) {
+    checks.emplace_back("--thinking-budget",
+                        range_problem(double(*a.thinking_budget), 1024, true, 1e7));
+  }
+  if (!a.reasoning_effort.empty() && a.reasoning_effort != "minimal" &&
+      a.reasoning_effort != "low" && a.reasoning_effort != "medium" &&
+      a.reasoning_effort != "high") {
+    checks.emplace_back("--reasoning-effort", "expected minimal, low, medium or high, got \"" +
+                                                  a.reasoning_effort + "\"");
+  }
   checks.emplace_back("--goal-auto-pause", range_problem(a.goal_auto_pause, 0, true, 1e6));
   if (a.branches < 1 || a.branches > kMaxBranches) {
     checks.emplace_back("--branches", fmt::format("must be a count from 1 to {}, got {}",
@@ -217,6 +253,15 @@ int do_run(const RunArgs& a) {
   o.context_window = a.context_window;
   o.model_timeout_s = a.model_timeout;
   o.goal_auto_pause_turns = a.goal_auto_pause;
+  if (a.max_output_tokens) o.extra_config["max_output_tokens"] = *a.max_output_tokens;
+  if (!a.reasoning_effort.empty()) o.extra_config["reasoning_effort"] = a.reasoning_effort;
+  if (a.thinking_budget) o.extra_config["thinking_budget"] = *a.thinking_budget;
+  if (a.stream) o.extra_config["stream"] = true;
+  if (o.policy == "llm" && a.max_cost) {
+    if (std::string why = unpriced_model_warning(task, o.model, *a.max_cost); !why.empty()) {
+      spdlog::warn("{}", why);
+    }
+  }
 
   // One run per branch (loop/branches.h): branch 0 in the run directory, the others below it.
   const int k = a.branches;
@@ -406,7 +451,7 @@ int do_resume(const std::string& run_dir, bool quiet, const std::optional<double
     original_events = original->read();
     policy = make_policy("replay", PolicyOptions{&state, &original_events});
     auto* replay = static_cast<ReplayPolicy*>(policy.get());
-    for (int64_t i = 0; i < state.used.model_calls; ++i) replay->next(PolicyRequest{});
+    replay->skip(state.used.model_calls);
     options.logged_result = logged_results(original_events, *original, *store);
   } else {
     try {
@@ -451,6 +496,15 @@ void register_run(CLI::App& app) {
   run->add_option(
       "--model-timeout", args->model_timeout,
       "Seconds one HTTP attempt of a model call may take (default 120; kept for resume)");
+  run->add_option("--max-output-tokens", args->max_output_tokens,
+                  "The reply's token limit (default: 8192, or less when the context window "
+                  "leaves less after the prompt)");
+  run->add_option("--reasoning-effort", args->reasoning_effort,
+                  "OpenAI reasoning models: minimal | low | medium | high");
+  run->add_option("--thinking-budget", args->thinking_budget,
+                  "Anthropic extended thinking: its token budget (>= 1024; off by default)");
+  run->add_flag("--stream", args->stream,
+                "Stream replies (server-sent events); the whole reply is logged once complete");
   run->add_option("--goal-auto-pause", args->goal_auto_pause,
                   "Goal turns without progress before the goal pauses itself (0: never)");
   run->add_option("--executor", args->executor,

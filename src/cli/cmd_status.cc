@@ -55,6 +55,13 @@ std::string human(const State& s) {
                    limit(double(u.prompt_tokens + u.completion_tokens), double(l.max_tokens)),
                    limit(u.cost_usd, l.max_cost_usd, " USD"), limit(u.wall_s, l.max_wall_s, " s"),
                    limit(u.gpu_s, l.max_gpu_s, " s")));
+  if (u.prompt_tokens > 0) {
+    line(
+        fmt::format("cache      {:.1f}% of prompt tokens read from the provider's prompt cache ({} "
+                    "read, {} written, {} prompt tokens)",
+                    100.0 * double(u.cache_read_tokens) / double(u.prompt_tokens),
+                    u.cache_read_tokens, u.cache_write_tokens, u.prompt_tokens));
+  }
   line(fmt::format("ledger     {} entries; workspace {} files; compactions {}", s.ledger.size(),
                    s.workspace.size(), s.compactions));
   for (const auto& [id, f] : s.in_flight) {

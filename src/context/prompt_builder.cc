@@ -25,7 +25,8 @@ constexpr const char* kRules =
     "ledger have failed before: do not retry them.\n"
     "- Old tool outputs may be elided as `[output elided: recall(seq=N)]`; call `recall` with that "
     "seq to read one again.\n"
-    "- The goal block below is current; trust it over anything older in the conversation.\n"
+    "- The run state at the end of the conversation (the ledger and the goal block) is rebuilt "
+    "every turn: trust it over anything older in the conversation.\n"
     "- Call `finish` when the target is reached or nothing more can be gained.";
 
 // The installed summary as the system message shows it: a heading line, then the text.
@@ -41,9 +42,16 @@ std::string omission_note(int64_t omitted) {
       omitted);
 }
 
-std::string join_system(const Layout& l, const ContextView& v, int64_t omitted) {
-  std::string s = l.rules + "\n\n" + l.goal + "\n\n" + l.ledger;
+// The task message with the installed summary after it: both change only at a compaction.
+std::string join_kickoff(const Layout& l, const ContextView& v) {
+  std::string s = l.kickoff.at("content").get<std::string>();
   if (!v.summary.empty()) s += "\n\n" + summary_block(v);
+  return s;
+}
+
+// The live tail: what changes from step to step, last so the prefix before it stays cacheable.
+std::string join_tail(const Layout& l, int64_t omitted) {
+  std::string s = l.ledger + "\n\n" + l.goal;
   if (omitted > 0) s += "\n\n" + omission_note(omitted);
   return s;
 }
@@ -72,12 +80,16 @@ std::string task_message(const State& state) {
     if (t.contains("description") && t.at("description").is_string()) {
       s += "\n" + t.at("description").get<std::string>();
     }
+    // run.created records the task's files under "files" (goal/task_spec.h); hand-built tasks
+    // name them at the top.
+    const json& files = t.contains("files") && t.at("files").is_object() ? t.at("files") : t;
     for (const char* key : {"editable", "editable_files"}) {
-      if (t.contains(key) && t.at(key).is_array() && !t.at(key).empty()) {
+      if (files.contains(key) && files.at(key).is_array() && !files.at(key).empty()) {
         s += "\nEditable files:";
-        for (const json& f : t.at(key)) {
+        for (const json& f : files.at(key)) {
           if (f.is_string()) s += " " + f.get<std::string>();
         }
+        s += " (write_file and edit_file also write under scratch/, never part of a candidate)";
         break;
       }
     }
@@ -113,17 +125,27 @@ Layout make_layout(const State& state, PromptCache& cache) {
 
 namespace {
 
-// estimate_message_tokens of the system message join_system(l, v, omitted) builds, from the parts.
-int64_t system_tokens(const Layout& l, const ContextView& v, int64_t omitted) {
-  int64_t t = 4 + l.rules_tokens + 2 + l.goal_tokens + 2 + l.ledger_tokens;
+// estimate_message_tokens of the messages join_kickoff and join_tail build, from the parts (the
+// parts are joined by blank lines, and an estimate never spans a newline).
+int64_t kickoff_tokens(const Layout& l, const ContextView& v) {
+  int64_t t = l.kickoff_tokens;
   if (!v.summary.empty()) {
     const std::string block = summary_block(ContextView{"", v.summarized_through, 0});
     const int64_t summary =
         l.summary && *l.summary == v.summary ? l.summary_tokens : estimate_text_tokens(v.summary);
     t += 2 + estimate_text_tokens(block) + summary;
   }
+  return t;
+}
+
+int64_t tail_tokens(const Layout& l, int64_t omitted) {
+  int64_t t = 4 + l.ledger_tokens + 2 + l.goal_tokens;
   if (omitted > 0) t += 2 + estimate_text_tokens(omission_note(omitted));
   return t;
+}
+
+int64_t fixed_tokens(const Layout& l, const ContextView& v, int64_t omitted) {
+  return 3 + l.tools_tokens + 4 + l.rules_tokens + kickoff_tokens(l, v) + tail_tokens(l, omitted);
 }
 
 }  // namespace
@@ -136,8 +158,9 @@ Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& conf
   p.elided_through = v.elided_through;
   p.units_total = static_cast<int64_t>(l.units.size());
 
-  // Fixed part: system (with room for the omission note) + task message + tools.
-  const int64_t fixed_raw = 3 + l.tools_tokens + l.kickoff_tokens + system_tokens(l, v, 0);
+  // Fixed part: tools, system, task message (and summary), the live tail (with room for the
+  // omission note).
+  const int64_t fixed_raw = fixed_tokens(l, v, 0);
   size_t first = 0;  // first unit included
   int64_t units_raw = 0;
   if (enforce_hard_cap) {
@@ -157,8 +180,7 @@ Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& conf
     for (const PreparedUnit& u : l.units) units_raw += u.tokens_at(v.elided_through);
   }
   p.units_omitted = static_cast<int64_t>(first);
-  p.tokens_raw =
-      3 + l.tools_tokens + l.kickoff_tokens + system_tokens(l, v, p.units_omitted) + units_raw;
+  p.tokens_raw = fixed_tokens(l, v, p.units_omitted) + units_raw;
   p.tokens_estimate = calibrated(p.tokens_raw, l.ratio);
   return p;
 }
@@ -172,8 +194,18 @@ Prompt build_prompt(PromptCache& cache, const State& state, const std::vector<Ev
 
   p.messages = cache.unit_messages(static_cast<size_t>(p.units_omitted), v.elided_through);
   auto& messages = p.messages.get_ref<json::array_t&>();
-  messages[0] = json{{"role", "system"}, {"content", join_system(l, v, p.units_omitted)}};
-  messages[1] = l.kickoff;
+  messages[0] = json{{"role", "system"}, {"content", l.rules}};
+  messages[1] = json{{"role", "user"}, {"content", join_kickoff(l, v)}};
+  messages.back() = json{{"role", "user"}, {"content", join_tail(l, p.units_omitted)}};
+  // Cache breakpoints: the end of the stable prefix (system, task and summary), the end of the
+  // previous step's transcript (where the last request's cache ends) and the end of this one's.
+  const int64_t last_unit = static_cast<int64_t>(messages.size()) - 2;
+  p.cache_breakpoints = {0, 1};
+  if (l.units.size() > static_cast<size_t>(p.units_omitted)) {
+    const int64_t previous_end = last_unit - static_cast<int64_t>(l.units.back().messages.size());
+    if (previous_end > 1) p.cache_breakpoints.push_back(previous_end);
+    p.cache_breakpoints.push_back(last_unit);
+  }
   // The sha256 of messages.dump() from the pieces: "[" m0 "," m1 ... "]" is what dump() writes, and
   // every unit message was serialised once, when the cache prepared it.
   Sha256Stream sha;
@@ -187,6 +219,8 @@ Prompt build_prompt(PromptCache& cache, const State& state, const std::vector<Ev
       sha.add(m.sent_dump(v.elided_through));
     }
   }
+  sha.add(",");
+  sha.add(messages.back().dump());
   sha.add("]");
   p.sha256 = sha.hex();
   return p;

@@ -3,14 +3,19 @@
 // The same state and log give the same bytes (no clock, no randomness, no map-order surprises), so
 // a resumed run sends exactly the prompt the uninterrupted one would have.
 //
-// Layout of `messages`:
-//   [0] system: the rules, the goal block (pinned), the ledger view, the installed summary (if any)
-//   [1] user:   the task (its description and files); constant for the run
-//   [2..] the recent turns after the summary (transcript.h), whole units only; tool outputs at or
-//         before the elision point become `[output elided: recall(seq=N)]`
+// Layout of `messages`, ordered so that what changes most often comes last: providers cache a
+// prompt's longest prefix shared with an earlier request, and everything before the tail is
+// byte-stable from step to step until a compaction changes it.
+//   [0] system: the rules; constant for the run
+//   [1] user:   the task (its description and files), then the installed summary (if any);
+//               changes only when a compaction installs a summary
+//   [2..n-2] the recent turns after the summary (transcript.h), whole units only, append-only
+//         between compactions; tool outputs at or before the elision point become
+//         `[output elided: recall(seq=N)]`
+//   [n-1] user: the live tail: the ledger view, the goal block (budget figures, best score) and,
+//         when units were left out, a note saying so; rebuilt every request
 // If the result would still exceed the hard threshold, the oldest units are left out (counted in
-// the system message) and oversized outputs are cut, so no request is ever sent above hard *
-// window.
+// the tail) and oversized outputs are cut, so no request is ever sent above hard * window.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +39,10 @@ struct Prompt {
   int64_t units_omitted = 0;    // of those, left out to fit the hard threshold
   int64_t summarized_through = 0;
   int64_t elided_through = 0;
+  // Indices of the messages after which a provider cache breakpoint goes (Anthropic's
+  // cache_control; at most 4): the system message, the task message (end of the stable prefix),
+  // the end of the previous step's transcript and the end of this one's (before the live tail).
+  std::vector<int64_t> cache_breakpoints;
 };
 
 // The prompt for the next model request, with the log's compaction state. The cache is brought up
@@ -54,14 +63,14 @@ struct ContextView {
 };
 
 struct Layout {
-  std::string rules;                    // system rules
-  std::string goal;                     // goal block
-  std::string ledger;                   // ledger view
-  json kickoff;                         // the task message
+  std::string rules;                    // system rules (the system message)
+  std::string goal;                     // goal block (in the live tail)
+  std::string ledger;                   // ledger view (in the live tail)
+  json kickoff;                         // the task message, without the summary
   std::span<const PreparedUnit> units;  // units after the summary point (owned by a PromptCache)
   double ratio = 1.0;
   int64_t tools_tokens = 0;
-  // Raw token estimates of the parts (the system message's estimate is their sum: the parts are
+  // Raw token estimates of the parts (a message's estimate is the sum of its parts': they are
   // joined by blank lines, and an estimate never spans a newline).
   int64_t rules_tokens = 0;
   int64_t goal_tokens = 0;

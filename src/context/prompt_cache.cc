@@ -338,6 +338,7 @@ json PromptCache::unit_messages(size_t first, int64_t elided_through) {
   for (size_t i = from; i < units_.size(); ++i) {
     for (const PreparedMessage& m : units_[i].messages) a.push_back(m.sent(elided_through));
   }
+  a.emplace_back();  // the slot for the live tail
   lent_ = Lent{epoch_, elided_through, first, units_.size() - first, a.size()};
   return out;
 }

@@ -110,8 +110,9 @@ class PromptCache {
   LedgerView& ledger_view(const LedgerViewOptions& o);
 
   // The messages of units()[first..] as sent with outputs elided through `elided_through`, after
-  // two null slots (for the system and task messages). Reuses the array of the previous prompt
-  // when it was given back: then only the messages of new units are copied, not every message.
+  // two null slots (for the system and task messages) and before one (for the live tail). Reuses
+  // the array of the previous prompt when it was given back: then only the messages of new units
+  // are copied, not every message.
   json unit_messages(size_t first, int64_t elided_through);
   // Gives back a prompt's messages (unchanged) once they have been sent; see unit_messages.
   void give_back(json messages);

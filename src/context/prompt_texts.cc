@@ -6,7 +6,8 @@ namespace marathon::context {
 namespace {
 
 constexpr const char* kBudgetNote =
-    "Budget note: {which} is at {percent:.0f}% of its limit ({budget}). Wrap up: evaluate your "
+    "Budget note: {which} is at {percent:.0f}% of its limit{predicted} ({budget}). Wrap up: "
+    "evaluate your "
     "best idea, note what you learned, and call `finish` with a summary before the run is "
     "stopped.";
 
@@ -24,11 +25,17 @@ constexpr const char* kInterruptedTool =
     "interrupted: the runner stopped while `{tool}` was running and it was not re-run on resume "
     "(it is not idempotent). Its effects, if any, are unknown: check before you retry it.";
 
+constexpr const char* kNotRunTool = "not run: the run ended before this call ({reason}: {summary})";
+
 }  // namespace
 
-std::string budget_note(const std::string& which, double percent, const std::string& budget) {
-  return fmt::format(fmt::runtime(kBudgetNote), fmt::arg("which", which),
-                     fmt::arg("percent", percent), fmt::arg("budget", budget));
+std::string budget_note(const std::string& which, double percent, const std::string& budget,
+                        bool predicted) {
+  return fmt::format(
+      fmt::runtime(kBudgetNote), fmt::arg("which", which), fmt::arg("percent", percent),
+      fmt::arg("predicted",
+               predicted ? ", and the next step is predicted to take it past 90%" : ""),
+      fmt::arg("budget", budget));
 }
 
 std::string goal_turn_note(const std::string& budget, const std::string& progress,
@@ -43,6 +50,11 @@ std::string unusable_reply_note(const std::string& why) {
 
 std::string interrupted_tool_output(const std::string& tool) {
   return fmt::format(fmt::runtime(kInterruptedTool), fmt::arg("tool", tool));
+}
+
+std::string not_run_tool_output(const std::string& reason, const std::string& summary) {
+  return fmt::format(fmt::runtime(kNotRunTool), fmt::arg("reason", reason),
+                     fmt::arg("summary", summary));
 }
 
 }  // namespace marathon::context

@@ -12,7 +12,9 @@ namespace marathon::context {
 
 // user.message (reason budget): `which` budget is at `percent` of its limit; `budget` is the
 // budget line (goal/budget.h).
-std::string budget_note(const std::string& which, double percent, const std::string& budget);
+// `predicted`: the note goes out because the next step is predicted to take `which` past 90%.
+std::string budget_note(const std::string& which, double percent, const std::string& budget,
+                        bool predicted = false);
 
 // user.message (reason goal_turn): the model stopped without `finish` while the goal is open.
 // `progress` says the best so far.
@@ -24,5 +26,9 @@ std::string unusable_reply_note(const std::string& why);
 
 // tool.finished output of a call in flight at a crash that was not re-run (not idempotent).
 std::string interrupted_tool_output(const std::string& tool);
+
+// tool.finished output (not_run) of a call of the last turn that the run ended before: `reason`
+// and `summary` are the run.finished's.
+std::string not_run_tool_output(const std::string& reason, const std::string& summary);
 
 }  // namespace marathon::context

@@ -89,6 +89,9 @@ int64_t estimate_message_tokens(const json& message) {
       }
     }
   }
+  if (auto it = message.find("thinking_blocks"); it != message.end() && it->is_array()) {
+    tokens += estimate_text_tokens(it->dump());
+  }
   if (auto it = message.find("tool_call_id"); it != message.end() && it->is_string()) {
     tokens += estimate_text_tokens(it->get_ref<const std::string&>());
   }

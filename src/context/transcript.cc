@@ -74,6 +74,11 @@ void UnitBuilder::add(const Event& e, std::vector<Unit>& out) {
 void UnitBuilder::assistant(int64_t seq, const json& m, std::vector<Unit>& out) {
   close(out);
   json msg{{"role", "assistant"}, {"content", str_or_empty(m, "content")}};
+  // Extended thinking: the blocks go back with the tool calls they led to (the provider checks
+  // their signatures; providers without thinking drop them).
+  if (auto t = m.find("thinking_blocks"); t != m.end() && t->is_array() && !t->empty()) {
+    msg["thinking_blocks"] = *t;
+  }
   if (m.contains("tool_calls") && m.at("tool_calls").is_array() && !m.at("tool_calls").empty()) {
     json calls = json::array();
     for (const json& c : m.at("tool_calls")) {

@@ -487,19 +487,20 @@ void from_json(const json& j, ModelRequest& p) {
 constexpr const char* kUsage = "usage";
 constexpr const char* kPromptTokens = "prompt_tokens";
 constexpr const char* kCompletionTokens = "completion_tokens";
+constexpr const char* kCacheReadTokens = "cache_read_tokens";
+constexpr const char* kCacheWriteTokens = "cache_write_tokens";
 constexpr const char* kProblems = "problems";
 constexpr const char* kPurpose = "purpose";
 constexpr const char* kUsageEstimated = "usage_estimated";
 
 void to_json(json& j, const ModelResponse& p) {
-  j = json{
-      {kMessage, p.message},
-      {kUsage,
-       {{kPromptTokens, p.usage.prompt_tokens}, {kCompletionTokens, p.usage.completion_tokens}}},
-      {"cost_usd", p.cost_usd},
-      {"provider", p.provider},
-      {"model", p.model},
-      {"finish_reason", p.finish_reason}};
+  json usage = {{kPromptTokens, p.usage.prompt_tokens},
+                {kCompletionTokens, p.usage.completion_tokens}};
+  if (p.usage.cache_read_tokens > 0) usage[kCacheReadTokens] = p.usage.cache_read_tokens;
+  if (p.usage.cache_write_tokens > 0) usage[kCacheWriteTokens] = p.usage.cache_write_tokens;
+  j = json{{kMessage, p.message},    {kUsage, std::move(usage)},
+           {"cost_usd", p.cost_usd}, {"provider", p.provider},
+           {"model", p.model},       {"finish_reason", p.finish_reason}};
   if (p.error) j[kError] = *p.error;
   if (p.problems.is_array() && !p.problems.empty()) j[kProblems] = p.problems;
   put_nonempty(j, kPurpose, p.purpose);
@@ -515,6 +516,8 @@ void from_json(const json& j, ModelResponse& p) {
     // capped where it is counted (add_model_spend), as every other bad count is.
     p.usage.prompt_tokens = ur.saturated_int(kPromptTokens);
     p.usage.completion_tokens = ur.saturated_int(kCompletionTokens);
+    p.usage.cache_read_tokens = ur.saturated_int(kCacheReadTokens);
+    p.usage.cache_write_tokens = ur.saturated_int(kCacheWriteTokens);
   }
   p.cost_usd = r.num("cost_usd", 0);
   p.provider = r.opt_str("provider");
@@ -585,6 +588,7 @@ void from_json(const json& j, ToolStarted& p) {
 }
 
 constexpr const char* kInterrupted = "interrupted";
+constexpr const char* kNotRun = "not_run";
 
 void to_json(json& j, const ToolFinished& p) {
   j = json{{kCallId, p.call_id},
@@ -595,6 +599,7 @@ void to_json(json& j, const ToolFinished& p) {
   put_nonempty(j, "output_sha", p.output_sha);
   put_opt(j, kGpu, p.gpu_s);
   if (p.interrupted) j[kInterrupted] = true;
+  if (p.not_run) j[kNotRun] = true;
 }
 void from_json(const json& j, ToolFinished& p) {
   PayloadReader r(j, ToolFinished::kType);
@@ -606,6 +611,7 @@ void from_json(const json& j, ToolFinished& p) {
   p.elapsed_s = r.num(kElapsed, 0);
   p.gpu_s = r.opt_num(kGpu);
   p.interrupted = r.opt_bool(kInterrupted, false);
+  p.not_run = r.opt_bool(kNotRun, false);
 }
 
 // -- workspace.written
@@ -874,12 +880,14 @@ void from_json(const json& j, GoalChanged& p) {
 
 void to_json(json& j, const BudgetWarned& p) {
   j = json{{"which", p.which}, {"used", p.used}, {"limit", p.limit}};
+  if (p.predicted) j["predicted"] = true;
 }
 void from_json(const json& j, BudgetWarned& p) {
   PayloadReader r(j, BudgetWarned::kType);
   p.which = r.str("which");
   p.used = r.num("used", 0);
   p.limit = r.num("limit", 0);
+  p.predicted = r.opt_bool("predicted", false);
 }
 
 // -- run.paused / run.resumed / run.finished / run.forked
@@ -953,8 +961,10 @@ const std::vector<TypeInfo>& all_types() {
        {"turn?", "prompt_sha", "n_messages", "tokens_estimate"}},
       {ModelResponse::kType,
        ModelResponse::kVersion,
-       {"message", "usage{prompt_tokens, completion_tokens}", "cost_usd", "provider", "model",
-        "finish_reason", "error?{kind, message, ...}", "problems?", "purpose?",
+       {"message{content, tool_calls, thinking_blocks?, reasoning_content?, refusal?}",
+        "usage{prompt_tokens, completion_tokens, cache_read_tokens?, cache_write_tokens?}",
+        "cost_usd", "provider", "model", "finish_reason", "error?{kind, message, ...}", "problems?",
+        "purpose?",
         "trigger?, reason?, summarized_through?, elided_through?, tokens_before? (with purpose)",
         "usage_estimated?"}},
       {LlmUsageRejected::kType,
@@ -966,7 +976,8 @@ const std::vector<TypeInfo>& all_types() {
        {"call_id", "name", "arguments", "turn?", "index?", "source?"}},
       {ToolFinished::kType,
        ToolFinished::kVersion,
-       {"call_id", "name", "ok", "output", "output_sha?", "elapsed_s", "gpu_s?", "interrupted?"}},
+       {"call_id", "name", "ok", "output", "output_sha?", "elapsed_s", "gpu_s?", "interrupted?",
+        "not_run?"}},
       {WorkspaceWritten::kType,
        WorkspaceWritten::kVersion,
        {"path", "sha (unless deleted)", "size", "deleted?", "source?"}},
@@ -1006,7 +1017,7 @@ const std::vector<TypeInfo>& all_types() {
       {GoalChanged::kType,
        GoalChanged::kVersion,
        {"verb", "objective?", "status?", "progress?", "target?"}},
-      {BudgetWarned::kType, BudgetWarned::kVersion, {"which", "used", "limit"}},
+      {BudgetWarned::kType, BudgetWarned::kVersion, {"which", "used", "limit", "predicted?"}},
       {RunPaused::kType, RunPaused::kVersion, {"reason", "message"}},
       {RunResumed::kType, RunResumed::kVersion, {"reason", "config?"}},
       {RunStopRequested::kType, RunStopRequested::kVersion, {"reason"}},

@@ -137,6 +137,10 @@ struct BudgetSpec {  // each absent: the default limit (State's BudgetLimits)
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  // Of prompt_tokens, those the provider read from or wrote to its prompt cache (model.response
+  // only; written when > 0, absent: 0).
+  int64_t cache_read_tokens = 0;
+  int64_t cache_write_tokens = 0;
   bool operator==(const Usage&) const = default;
 };
 
@@ -198,7 +202,9 @@ struct ModelResponse {
   // A summariser call (not a conversation turn) has purpose "compaction" and a scope.
   static constexpr const char* kPurposeCompaction = "compaction";
 
-  json message;  // {content, tool_calls[{id, name, arguments}]}; null when left out (fold)
+  // {content, tool_calls[{id, name, arguments}], thinking_blocks?, reasoning_content?, refusal?}
+  // (the canonical assistant message, policy/policy.h); null when left out (fold).
+  json message;
   Usage usage;
   double cost_usd = 0;
   std::string provider;
@@ -248,6 +254,9 @@ struct ToolFinished {
   double elapsed_s = 0;
   std::optional<double> gpu_s;  // GPU seconds outside any evaluation it logged
   bool interrupted = false;     // in flight at a crash and not re-run
+  // A call of the last turn that the run ended before (budget, target): it used nothing and does
+  // not count as a tool call.
+  bool not_run = false;
 };
 
 struct WorkspaceWritten {
@@ -419,11 +428,16 @@ struct BudgetWarned {
   std::string which;  // required
   double used = 0;
   double limit = 0;
+  // The note went out because the next step was predicted to take `which` past 90% (used is
+  // what is used now, below it).
+  bool predicted = false;
 };
 
 struct RunPaused {
   static constexpr const char* kType = "run.paused";
   static constexpr int kVersion = 1;
+  // interrupted | stopped | goal_paused | goal_auto_paused | model_error | model_unavailable |
+  // context_overflow | context_too_small | session_ended
   std::string reason;
   std::string message;
 };

@@ -56,6 +56,8 @@ void on_model_response(State& s, const ModelResponse& p) {
   // trusted the provider) adds nothing or is capped.
   add_model_spend(s.used, static_cast<double>(p.usage.prompt_tokens),
                   static_cast<double>(p.usage.completion_tokens), p.cost_usd);
+  add_cache_tokens(s.used, static_cast<double>(p.usage.cache_read_tokens),
+                   static_cast<double>(p.usage.cache_write_tokens));
 }
 
 void on_tool_finished(State& s, const Event& e, const ToolFinished& p) {
@@ -69,7 +71,8 @@ void on_tool_finished(State& s, const Event& e, const ToolFinished& p) {
     if (r.name.empty()) r.name = it->second.name;
     s.in_flight.erase(it);
   }
-  s.used.tool_calls += 1;
+  // A call the run ended before (not_run: the budget or the target stopped it) used nothing.
+  if (!p.not_run) s.used.tool_calls += 1;
   if (p.gpu_s) s.used.gpu_s += *p.gpu_s;
   s.tool_history.push_back(std::move(r));
 }

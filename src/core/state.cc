@@ -95,6 +95,8 @@ json to_json(const State& s) {
           {"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
           {"tokens", u.prompt_tokens + u.completion_tokens},
+          {"cache_read_tokens", u.cache_read_tokens},
+          {"cache_write_tokens", u.cache_write_tokens},
           {"cost_usd", u.cost_usd},
           {"wall_s", u.wall_s},
           {"gpu_s", u.gpu_s}}},
@@ -140,6 +142,11 @@ void add_model_spend(BudgetUsed& used, double prompt_tokens, double completion_t
   used.prompt_tokens = saturating_add(used.prompt_tokens, spend_term(prompt_tokens));
   used.completion_tokens = saturating_add(used.completion_tokens, spend_term(completion_tokens));
   used.cost_usd += spend_term(cost_usd);
+}
+
+void add_cache_tokens(BudgetUsed& used, double cache_read_tokens, double cache_write_tokens) {
+  used.cache_read_tokens = saturating_add(used.cache_read_tokens, spend_term(cache_read_tokens));
+  used.cache_write_tokens = saturating_add(used.cache_write_tokens, spend_term(cache_write_tokens));
 }
 
 }  // namespace marathon

@@ -26,6 +26,10 @@ struct BudgetUsed {
   int64_t model_calls = 0;
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  // Of prompt_tokens, those the provider read from or wrote to its prompt cache (model.response
+  // usage.cache_read_tokens / cache_write_tokens).
+  int64_t cache_read_tokens = 0;
+  int64_t cache_write_tokens = 0;
   double cost_usd = 0;
   double wall_s = 0;  // active time: sum over run segments (created/resumed -> last event)
   double gpu_s = 0;
@@ -39,6 +43,8 @@ struct BudgetUsed {
 inline constexpr double kMaxSpendPerResponse = 1e12;
 void add_model_spend(BudgetUsed& used, double prompt_tokens, double completion_tokens,
                      double cost_usd);
+// Adds one response's prompt-cache counts (the same rules: only non-negative finite amounts).
+void add_cache_tokens(BudgetUsed& used, double cache_read_tokens, double cache_write_tokens);
 
 struct GoalState {
   std::string objective;

@@ -11,9 +11,9 @@ namespace {
 #if defined(__GLIBCXX__) && defined(__x86_64__) && !defined(_GLIBCXX_DEBUG)
 // A field added to State (or to a struct inside it) must be added here and to state_from_json, and
 // kFoldVersion bumped: otherwise a checkpoint silently loses it. This trips when the size changes.
-static_assert(sizeof(State) == 928 && sizeof(GoalState) == 136 && sizeof(LedgerEntry) == 152 &&
+static_assert(sizeof(State) == 944 && sizeof(GoalState) == 136 && sizeof(LedgerEntry) == 152 &&
                   sizeof(InFlightTool) == 88 && sizeof(ToolCallRecord) == 88 &&
-                  sizeof(Summary) == 48 && sizeof(BudgetUsed) == 56 && sizeof(BudgetLimits) == 40,
+                  sizeof(Summary) == 48 && sizeof(BudgetUsed) == 72 && sizeof(BudgetLimits) == 40,
               "State changed: update state_json.cc and bump kFoldVersion in core/fold.h");
 #endif
 
@@ -150,7 +150,8 @@ json state_to_json(const State& s) {
         finite(l.max_cost_usd, "max_cost_usd"), finite(l.max_gpu_s, "max_gpu_s")}},
       {"used",
        {u.tool_calls, u.model_calls, u.prompt_tokens, u.completion_tokens,
-        finite(u.cost_usd, "cost_usd"), finite(u.wall_s, "wall_s"), finite(u.gpu_s, "gpu_s")}},
+        finite(u.cost_usd, "cost_usd"), finite(u.wall_s, "wall_s"), finite(u.gpu_s, "gpu_s"),
+        u.cache_read_tokens, u.cache_write_tokens}},
       {"evaluations", s.evaluations},
       {"evaluations_executed", s.evaluations_executed},
       {"evals_since_improvement", s.evals_since_improvement},
@@ -222,6 +223,8 @@ State state_from_json(json j) {
   s.used.cost_usd = u.item(4).num();
   s.used.wall_s = u.item(5).num();
   s.used.gpu_s = u.item(6).num();
+  s.used.cache_read_tokens = u.item(7).i64();
+  s.used.cache_write_tokens = u.item(8).i64();
 
   s.evaluations = in.at("evaluations").i64();
   s.evaluations_executed = in.at("evaluations_executed").i64();

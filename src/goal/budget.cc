@@ -46,6 +46,33 @@ std::vector<BudgetItem> budgets_to_warn(const BudgetLimits& limits, const Budget
   return out;
 }
 
+std::vector<BudgetItem> budgets_predicted_to_cross(const BudgetLimits& limits,
+                                                   const BudgetUsed& used,
+                                                   const BudgetUsed& next_step,
+                                                   const std::vector<std::string>& already_warned,
+                                                   double warn_fraction) {
+  BudgetUsed after = used;
+  after.tool_calls += std::max<int64_t>(0, next_step.tool_calls);
+  after.prompt_tokens += std::max<int64_t>(0, next_step.prompt_tokens);
+  after.completion_tokens += std::max<int64_t>(0, next_step.completion_tokens);
+  after.cost_usd += std::max(0.0, next_step.cost_usd);
+  after.wall_s += std::max(0.0, next_step.wall_s);
+  after.gpu_s += std::max(0.0, next_step.gpu_s);
+  std::vector<BudgetItem> now = budget_items(limits, used, warn_fraction);
+  std::vector<BudgetItem> out;
+  for (const BudgetItem& it : budget_items(limits, after, warn_fraction)) {
+    if (!(it.near || it.over)) continue;
+    if (std::find(already_warned.begin(), already_warned.end(), it.which) != already_warned.end()) {
+      continue;
+    }
+    // Reported with what is used now: the step has not happened yet.
+    auto cur = std::find_if(now.begin(), now.end(),
+                            [&](const BudgetItem& n) { return n.which == it.which; });
+    out.push_back(cur != now.end() ? *cur : it);
+  }
+  return out;
+}
+
 std::string budget_line(const BudgetLimits& limits, const BudgetUsed& used) {
   std::vector<std::string> parts;
   for (const auto& it : budget_items(limits, used)) {

@@ -33,6 +33,16 @@ std::vector<BudgetItem> budgets_to_warn(const BudgetLimits& limits, const Budget
                                         const std::vector<std::string>& already_warned,
                                         double warn_fraction = kDefaultWarnFraction);
 
+// Budgets the next step is predicted to take past warn_fraction of their limit (not yet in
+// `already_warned`): `used` plus `next_step` (what a step has cost so far: the previous steps'
+// mean or the last one's, whichever is larger) crosses it. The wrap-up note goes out before the
+// step, however far the step would jump.
+std::vector<BudgetItem> budgets_predicted_to_cross(const BudgetLimits& limits,
+                                                   const BudgetUsed& used,
+                                                   const BudgetUsed& next_step,
+                                                   const std::vector<std::string>& already_warned,
+                                                   double warn_fraction = kDefaultWarnFraction);
+
 // One line for the goal block, e.g. "tool calls 412/1000, wall time 3.1/24.0 h, cost $1.20/$10.00".
 std::string budget_line(const BudgetLimits& limits, const BudgetUsed& used);
 

@@ -203,6 +203,7 @@ void read_files(TableReader& top, TaskSpec& spec, const fs::path& dir) {
   }
   spec.starter = r.strings("starter", true);
   spec.editable = r.strings("editable", true);
+  spec.writable = r.strings("writable", false);
   r.reject_unknown();
   for (const auto& s : spec.starter) {
     if (!is_contained_relative(s)) {
@@ -238,6 +239,7 @@ void read_goal(TableReader& top, TaskSpec& spec) {
   if (spec.goal.target) {
     if (auto why = target_problem(*spec.goal.target)) r.fail("target", r.get("target"), *why);
   }
+  spec.finish_needs_correct_evaluation = r.boolean("finish_needs_correct_evaluation", true);
   r.reject_unknown();
 }
 
@@ -356,16 +358,19 @@ json to_json(const TaskSpec& s) {
   }
   json goal = {{"metric", s.goal.metric}, {"direction", to_string(s.goal.direction)}};
   if (s.goal.target) goal["target"] = *s.goal.target;
-  return {
-      {"name", s.name},
-      {"description", s.description},
-      {"needs_gpu", s.needs_gpu},
-      {"files", {{"starter_dir", s.starter_dir}, {"starter", s.starter}, {"editable", s.editable}}},
-      {"goal", goal},
-      {"evaluator", evaluator},
-      {"rules", s.rules},
-      {"limits", s.limits},
-      {"prices", s.prices}};
+  // Only when lifted: the default leaves the canonical form (and the result cache keys) as it was.
+  if (!s.finish_needs_correct_evaluation) goal["finish_needs_correct_evaluation"] = false;
+  json files = {{"starter_dir", s.starter_dir}, {"starter", s.starter}, {"editable", s.editable}};
+  if (!s.writable.empty()) files["writable"] = s.writable;
+  return {{"name", s.name},
+          {"description", s.description},
+          {"needs_gpu", s.needs_gpu},
+          {"files", std::move(files)},
+          {"goal", goal},
+          {"evaluator", evaluator},
+          {"rules", s.rules},
+          {"limits", s.limits},
+          {"prices", s.prices}};
 }
 
 std::string canonical_json(const TaskSpec& spec) { return to_json(spec).dump(); }

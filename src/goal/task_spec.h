@@ -48,11 +48,17 @@ struct TaskSpec {
   std::string starter_dir = "starter";  // relative to dir
   std::vector<std::string> starter;     // relative to starter_dir
   std::vector<std::string> editable;    // globs over workspace paths
+  // More globs write_file and edit_file may write besides the editable files and scratch/ (not
+  // part of a candidate); to_json() names them only when there are some.
+  std::vector<std::string> writable;
   GoalSpec goal;
   EvaluatorSpec evaluator;
   json rules = json::object();
   json limits = json::object();  // optional default budget: max_tool_calls, max_wall_s, ...
   json prices = json::object();  // model -> {prompt, completion} USD per million tokens
+  // `finish` is refused until at least one evaluation was correct ([goal]
+  // finish_needs_correct_evaluation = false lifts it; to_json() names it only then).
+  bool finish_needs_correct_evaluation = true;
 
   std::filesystem::path starter_path() const { return dir / starter_dir; }
 };

@@ -1,5 +1,7 @@
 #include "llm/anthropic_format.h"
 
+#include <algorithm>
+
 #include "llm/openai_format.h"
 #include "llm/usage_check.h"
 
@@ -45,36 +47,68 @@ json tool_use_input(const std::string& arguments) {
 
 }  // namespace
 
-json to_anthropic_messages(const json& canonical, std::string* system) {
+namespace {
+
+// Appends one canonical message to `out` (merging turns of the same role); system text goes to
+// `system`.
+void append_message(json& out, const json& m, std::string* system) {
+  std::string role = m.value("role", "");
+  std::string text = content_text(m.value("content", json()));
+  if (role == "system") {
+    if (system != nullptr) *system += (system->empty() ? "" : "\n\n") + text;
+  } else if (role == "user") {
+    push_turn(out, "user", text.empty() ? json::array() : json::array({text_block(text)}));
+  } else if (role == "assistant") {
+    json blocks = json::array();
+    // Thinking blocks go back first and unchanged (their signatures are checked): the API wants
+    // them with the tool_use they led to while extended thinking is on.
+    if (auto t = m.find("thinking_blocks"); t != m.end() && t->is_array()) {
+      for (const json& b : *t) {
+        if (b.is_object()) blocks.push_back(b);
+      }
+    }
+    if (!text.empty()) blocks.push_back(text_block(text));
+    if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
+      for (const json& call : m["tool_calls"]) {
+        const json& fn = call.value("function", json::object());
+        blocks.push_back({{"type", "tool_use"},
+                          {"id", call.value("id", "")},
+                          {"name", fn.value("name", "")},
+                          {"input", tool_use_input(fn.value("arguments", ""))}});
+      }
+    }
+    if (blocks.empty()) blocks.push_back(text_block("(no content)"));
+    push_turn(out, "assistant", blocks);
+  } else if (role == "tool") {
+    json block = {
+        {"type", "tool_result"}, {"tool_use_id", m.value("tool_call_id", "")}, {"content", text}};
+    if (m.value("is_error", false)) block["is_error"] = true;
+    push_turn(out, "user", json::array({block}));
+  }
+}
+
+}  // namespace
+
+json to_anthropic_messages(const json& canonical, std::string* system,
+                           const std::vector<int64_t>& breakpoints, bool* system_breakpoint) {
   json out = json::array();
   if (!canonical.is_array()) return out;
-  for (const json& m : canonical) {
+  std::vector<int64_t> marks = breakpoints;
+  std::sort(marks.begin(), marks.end());
+  marks.erase(std::unique(marks.begin(), marks.end()), marks.end());
+  if (marks.size() > kMaxCacheBreakpoints) {
+    marks.erase(marks.begin(), marks.end() - static_cast<std::ptrdiff_t>(kMaxCacheBreakpoints));
+  }
+  for (int64_t index = 0; index < static_cast<int64_t>(canonical.size()); ++index) {
+    const json& m = canonical[static_cast<size_t>(index)];
     if (!m.is_object()) continue;
-    std::string role = m.value("role", "");
-    std::string text = content_text(m.value("content", json()));
-    if (role == "system") {
-      if (system != nullptr) *system += (system->empty() ? "" : "\n\n") + text;
-    } else if (role == "user") {
-      push_turn(out, "user", text.empty() ? json::array() : json::array({text_block(text)}));
-    } else if (role == "assistant") {
-      json blocks = json::array();
-      if (!text.empty()) blocks.push_back(text_block(text));
-      if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
-        for (const json& call : m["tool_calls"]) {
-          const json& fn = call.value("function", json::object());
-          blocks.push_back({{"type", "tool_use"},
-                            {"id", call.value("id", "")},
-                            {"name", fn.value("name", "")},
-                            {"input", tool_use_input(fn.value("arguments", ""))}});
-        }
-      }
-      if (blocks.empty()) blocks.push_back(text_block("(no content)"));
-      push_turn(out, "assistant", blocks);
-    } else if (role == "tool") {
-      json block = {
-          {"type", "tool_result"}, {"tool_use_id", m.value("tool_call_id", "")}, {"content", text}};
-      if (m.value("is_error", false)) block["is_error"] = true;
-      push_turn(out, "user", json::array({block}));
+    append_message(out, m, system);
+    if (!std::binary_search(marks.begin(), marks.end(), index)) continue;
+    // The breakpoint goes on the last block so far: the end of this message.
+    if (m.value("role", "") == "system") {
+      if (system_breakpoint != nullptr) *system_breakpoint = true;
+    } else if (!out.empty() && !out.back()["content"].empty()) {
+      out.back()["content"].back()["cache_control"] = {{"type", "ephemeral"}};
     }
   }
   return out;
@@ -94,11 +128,30 @@ json to_anthropic_tools(const json& openai_tools) {
 
 json AnthropicFormat::request_body(const ChatRequest& request) const {
   std::string system;
+  bool system_breakpoint = false;
   json body = {{"model", request.model},
                {"max_tokens", request.max_tokens},
-               {"temperature", request.temperature},
-               {"messages", to_anthropic_messages(request.messages, &system)}};
-  if (!system.empty()) body["system"] = system;
+               {"messages", to_anthropic_messages(request.messages, &system,
+                                                  request.cache_breakpoints, &system_breakpoint)}};
+  if (request.thinking_budget > 0) {
+    // Extended thinking: max_tokens must exceed the budget, and no temperature may be set.
+    body["thinking"] = {{"type", "enabled"}, {"budget_tokens", request.thinking_budget}};
+    if (request.max_tokens <= request.thinking_budget) {
+      body["max_tokens"] = request.thinking_budget + kMinAnswerTokens;
+    }
+  } else {
+    body["temperature"] = request.temperature;
+  }
+  if (request.stream) body["stream"] = true;
+  if (!system.empty()) {
+    // A breakpoint on the system prompt caches the tools and the system prompt (they come first
+    // in the cached prefix); only a block can carry it.
+    body["system"] =
+        system_breakpoint
+            ? json::array({json{
+                  {"type", "text"}, {"text", system}, {"cache_control", {{"type", "ephemeral"}}}}})
+            : json(system);
+  }
   if (request.tools.is_array() && !request.tools.empty()) {
     body["tools"] = to_anthropic_tools(request.tools);
   }
@@ -108,10 +161,13 @@ json AnthropicFormat::request_body(const ChatRequest& request) const {
 json assistant_from_anthropic(const json& content) {
   std::string text;
   json calls = json::array();
+  json thinking = json::array();
   for (const json& block : content) {
     if (!block.is_object()) continue;
     std::string type = reply_string(block, "type");
-    if (type == "text" && block.contains("text") && block["text"].is_string()) {
+    if (type == "thinking" || type == "redacted_thinking") {
+      thinking.push_back(block);  // kept whole: it is sent back as it came
+    } else if (type == "text" && block.contains("text") && block["text"].is_string()) {
       text += block["text"].get<std::string>();
     } else if (type == "tool_use") {
       json input = block.contains("input") ? block["input"] : json::object();
@@ -125,6 +181,7 @@ json assistant_from_anthropic(const json& content) {
   }
   json m = {{"role", "assistant"}, {"content", text}};
   if (!calls.empty()) m["tool_calls"] = calls;
+  if (!thinking.empty()) m["thinking_blocks"] = std::move(thinking);
   return m;
 }
 
@@ -150,7 +207,9 @@ ParsedReply AnthropicFormat::parse_reply(const json& body) const {
     r.finish_reason = "tool_calls";
   } else if (stop == "max_tokens") {
     r.finish_reason = "length";
-  } else {
+  } else if (stop == "refusal") {
+    r.finish_reason = "content_filter";  // OpenAI's word for a reply the model declined
+  } else {  // pause_turn (a long turn paused: sent back as it is, it carries on) and new words
     r.finish_reason = stop;
   }
   if (body.contains("usage") && body["usage"].is_object()) {
@@ -181,6 +240,103 @@ ParsedReply AnthropicFormat::parse_reply(const json& body) const {
                                                       : "the reply reports no usage");
   }
   return r;
+}
+
+namespace {
+
+// Anthropic's stream: message_start {message: {..., content: [], usage}}, then per content block
+// content_block_start {index, content_block}, content_block_delta {index, delta: text_delta |
+// input_json_delta | thinking_delta | signature_delta}, content_block_stop; message_delta {delta:
+// {stop_reason, stop_sequence}, usage}; message_stop. ping is a keep-alive; error {error} ends it.
+class AnthropicStream : public StreamAssembler {
+ public:
+  void on_event(const SseEvent& e) override {
+    json d = json::parse(e.data, nullptr, /*allow_exceptions=*/false);
+    const std::string type = d.is_object() && d.contains("type") && d["type"].is_string()
+                                 ? d["type"].get<std::string>()
+                                 : e.event;
+    if (type == "ping") return;
+    if (!d.is_object()) {
+      malformed = "a stream event (" + e.event + ") is not a JSON object: " + e.data.substr(0, 200);
+      return;
+    }
+    if (type == "error") {
+      error = d;
+      const json& err = d.value("error", json::object());
+      error_status = status_of_error_type(err.is_object() ? err.value("type", "") : "");
+    } else if (type == "message_start") {
+      message_ = d.value("message", json::object());
+      if (!message_.is_object()) message_ = json::object();
+      message_["content"] = json::array();
+    } else if (type == "content_block_start") {
+      json block = d.value("content_block", json::object());
+      if (block.value("type", "") == "tool_use") block["input"] = json::object();
+      blocks_[d.value("index", int64_t{0})] = block;
+    } else if (type == "content_block_delta") {
+      json& block = blocks_[d.value("index", int64_t{0})];
+      const json delta = d.value("delta", json::object());
+      const std::string kind = delta.value("type", "");
+      auto add = [&](const char* field, const char* from) {
+        std::string piece = delta.value(from, "");
+        block[field] =
+            (block.contains(field) && block[field].is_string() ? block[field].get<std::string>()
+                                                               : std::string()) +
+            piece;
+      };
+      if (kind == "text_delta") {
+        add("text", "text");
+      } else if (kind == "thinking_delta") {
+        add("thinking", "thinking");
+      } else if (kind == "signature_delta") {
+        add("signature", "signature");
+      } else if (kind == "input_json_delta") {
+        partial_json_[d.value("index", int64_t{0})] += delta.value("partial_json", "");
+      }
+    } else if (type == "message_delta") {
+      const json delta = d.value("delta", json::object());
+      for (const char* key : {"stop_reason", "stop_sequence"}) {
+        if (delta.contains(key)) message_[key] = delta[key];
+      }
+      if (auto u = d.find("usage"); u != d.end() && u->is_object()) {
+        if (!message_.contains("usage") || !message_["usage"].is_object()) {
+          message_["usage"] = json::object();
+        }
+        for (const auto& [k, v] : u->items()) message_["usage"][k] = v;  // later counts win
+      }
+    } else if (type == "message_stop") {
+      done = true;
+    }
+  }
+
+  json body() const override {
+    json b = message_.is_object() ? message_ : json::object();
+    b["type"] = "message";
+    json content = json::array();
+    for (const auto& [index, block] : blocks_) {
+      json out = block;
+      if (auto p = partial_json_.find(index); p != partial_json_.end()) {
+        const bool blank = p->second.find_first_not_of(" \t\r\n") == std::string::npos;
+        json input =
+            blank ? json::object() : json::parse(p->second, nullptr, /*allow_exceptions=*/false);
+        // Input that is not a JSON object stays visible as text (the reply check flags it).
+        out["input"] = input.is_object() ? input : json(p->second);
+      }
+      content.push_back(std::move(out));
+    }
+    b["content"] = std::move(content);
+    return b;
+  }
+
+ private:
+  json message_ = json::object();
+  std::map<int64_t, json> blocks_;
+  std::map<int64_t, std::string> partial_json_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamAssembler> AnthropicFormat::stream_assembler() const {
+  return std::make_unique<AnthropicStream>();
 }
 
 }  // namespace marathon::llm

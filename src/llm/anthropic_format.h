@@ -14,10 +14,20 @@ class AnthropicFormat : public WireFormat {
   std::map<std::string, std::string> headers(const std::string& api_key) const override;
   json request_body(const ChatRequest& request) const override;
   ParsedReply parse_reply(const json& body) const override;
+  std::unique_ptr<StreamAssembler> stream_assembler() const override;
 };
 
-// Canonical messages -> Anthropic `messages`; system text is returned through `system`.
-json to_anthropic_messages(const json& canonical, std::string* system);
+// Canonical messages -> Anthropic `messages`; system text is returned through `system`. The last
+// block of each canonical message whose index is in `breakpoints` gets
+// `cache_control: {type: ephemeral}` (at most the last kMaxCacheBreakpoints of them); a breakpoint
+// on a system message sets `*system_breakpoint` instead (the system prompt carries it).
+inline constexpr size_t kMaxCacheBreakpoints = 4;  // Anthropic's limit per request
+// With extended thinking, max_tokens covers the thinking budget and the answer: at least this much
+// is left for the answer.
+inline constexpr int64_t kMinAnswerTokens = 1024;
+json to_anthropic_messages(const json& canonical, std::string* system,
+                           const std::vector<int64_t>& breakpoints = {},
+                           bool* system_breakpoint = nullptr);
 // OpenAI tools array -> Anthropic tools ({name, description, input_schema}).
 json to_anthropic_tools(const json& openai_tools);
 // One Anthropic assistant content array -> canonical assistant message.

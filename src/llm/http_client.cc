@@ -12,8 +12,24 @@ namespace {
 
 std::once_flag g_curl_init;
 
+struct BodySink {
+  CURL* handle = nullptr;
+  std::string* body = nullptr;
+  const std::function<bool(std::string_view)>* on_data = nullptr;
+};
+
+// A 2xx body goes to on_data when it is set (a stream, read as it arrives); any other body (an
+// error reply) is kept whole.
 size_t on_body(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
+  auto* sink = static_cast<BodySink*>(user);
+  if (sink->on_data != nullptr && *sink->on_data) {
+    long status = 0;
+    curl_easy_getinfo(sink->handle, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && status < 300) {
+      return (*sink->on_data)(std::string_view(data, size * n)) ? size * n : 0;
+    }
+  }
+  sink->body->append(data, size * n);
   return size * n;
 }
 
@@ -75,8 +91,9 @@ HttpResponse http_post(const std::string& url, const std::map<std::string, std::
   curl_easy_setopt(h, CURLOPT_POST, 1L);
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
   curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  BodySink sink{h, &out.body, &options.on_data};
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &out.body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &out.headers);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);

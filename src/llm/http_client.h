@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace marathon::llm {
 
@@ -21,6 +22,9 @@ struct HttpOptions {
   // Polled by libcurl's progress callback (several times a second while data moves, about once a
   // second while the connection is idle): true abandons the transfer.
   std::function<bool()> cancel;
+  // Set: each chunk of a 2xx body is handed here as it arrives (server-sent events) instead of
+  // being kept in HttpResponse::body; returning false abandons the transfer (a malformed stream).
+  std::function<bool(std::string_view chunk)> on_data;
 };
 
 // Posts `body` to `url` with `headers` ("Name: value" pairs). Thread-safe; one curl handle per

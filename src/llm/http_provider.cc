@@ -14,6 +14,7 @@
 #include "llm/http_errors.h"
 #include "llm/reply_check.h"
 #include "llm/retry.h"
+#include "llm/sse.h"
 
 namespace marathon::llm {
 
@@ -93,13 +94,49 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
 
   HttpResponse resp;
   bool out_of_time = false;
+  json streamed;  // the assembled body of a streamed 2xx reply
   for (int retry = 0;; ++retry) {
     if (cancelled()) return interrupted();
     HttpOptions options{std::min(config_.timeout_s, seconds_left(deadline)),
-                        config_.connect_timeout_s, request.cancel};
+                        config_.connect_timeout_s,
+                        request.cancel,
+                        {}};
+    std::unique_ptr<StreamAssembler> stream;
+    SseReader reader;
+    if (request.stream) {
+      stream = format_->stream_assembler();
+      options.on_data = [&](std::string_view chunk) {
+        reader.feed(chunk);
+        for (const SseEvent& e : reader.take()) {
+          if (stream->malformed.empty() && stream->error.is_null()) stream->on_event(e);
+        }
+        return true;
+      };
+    }
     resp = http_post(url(), headers, body, options);
     result.attempts = retry + 1;
     if (resp.cancelled || cancelled()) return interrupted();
+    if (stream && resp.status >= 200 && resp.status < 300) {
+      // The reply is whole only once the stream ends properly; an error event is the error reply
+      // it stands for (retried and classified the same way).
+      reader.feed("\n\n");  // a last event without its blank line
+      for (const SseEvent& e : reader.take()) {
+        if (stream->malformed.empty() && stream->error.is_null()) stream->on_event(e);
+      }
+      if (!stream->error.is_null()) {
+        resp.status = stream->error_status;
+        resp.body = stream->error.dump();
+      } else if (!stream->malformed.empty()) {
+        resp.body = "";
+        streamed = json{{"_stream_malformed", stream->malformed}};
+      } else if (!stream->done) {
+        resp.status = 0;
+        resp.transport_error = fmt::format(
+            "the stream ended before its end marker ({} bytes received)", reader.bytes());
+      } else {
+        streamed = stream->body();
+      }
+    }
     bool ok = resp.status >= 200 && resp.status < 300;
     bool retryable = resp.status == 0 || is_retryable_status(resp.status);
     if (ok || !retryable || retry >= config_.max_retries) break;
@@ -138,7 +175,14 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
     result.error->message += gave_up;
     return result;
   }
-  json parsed = json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
+  if (streamed.is_object() && streamed.contains("_stream_malformed")) {
+    result.error =
+        LlmError{ErrorKind::kMalformed,
+                 where + ": streamed reply: " + streamed["_stream_malformed"].dump(), resp.status};
+    return result;
+  }
+  json parsed = request.stream ? std::move(streamed)
+                               : json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     result.error = LlmError{ErrorKind::kMalformed,
                             where + ": HTTP " + std::to_string(resp.status) +

@@ -17,6 +17,7 @@ class OpenAiFormat : public WireFormat {
   std::map<std::string, std::string> headers(const std::string& api_key) const override;
   json request_body(const ChatRequest& request) const override;
   ParsedReply parse_reply(const json& body) const override;
+  std::unique_ptr<StreamAssembler> stream_assembler() const override;
 
  private:
   bool max_completion_tokens_;

@@ -7,19 +7,20 @@
 namespace marathon::llm {
 
 PriceTable::PriceTable() {
-  // List prices (USD per million tokens, input / output; Anthropic's cache reads and writes at
-  // their own rates). Config overrides them.
+  // List prices (USD per million tokens: input, output, cache reads). OpenAI bills cached prompt
+  // tokens (prompt_tokens_details.cached_tokens) at its cached-input rate and has no cache writes;
+  // Anthropic's cache reads and writes are at their own rates. Config overrides them.
   prices_ = {
-      {"gpt-4o", {2.50, 10.00}},
-      {"gpt-4o-mini", {0.15, 0.60}},
-      {"gpt-4.1", {2.00, 8.00}},
-      {"gpt-4.1-mini", {0.40, 1.60}},
-      {"gpt-4.1-nano", {0.10, 0.40}},
-      {"gpt-5", {1.25, 10.00}},
-      {"gpt-5-mini", {0.25, 2.00}},
-      {"gpt-5-nano", {0.05, 0.40}},
-      {"o3", {2.00, 8.00}},
-      {"o4-mini", {1.10, 4.40}},
+      {"gpt-4o", {2.50, 10.00, 1.25}},
+      {"gpt-4o-mini", {0.15, 0.60, 0.075}},
+      {"gpt-4.1", {2.00, 8.00, 0.50}},
+      {"gpt-4.1-mini", {0.40, 1.60, 0.10}},
+      {"gpt-4.1-nano", {0.10, 0.40, 0.025}},
+      {"gpt-5", {1.25, 10.00, 0.125}},
+      {"gpt-5-mini", {0.25, 2.00, 0.025}},
+      {"gpt-5-nano", {0.05, 0.40, 0.005}},
+      {"o3", {2.00, 8.00, 0.50}},
+      {"o4-mini", {1.10, 4.40, 0.275}},
       {"claude-opus-4", anthropic_cache_rates({15.00, 75.00})},
       {"claude-sonnet-4", anthropic_cache_rates({3.00, 15.00})},
       {"claude-3-7-sonnet", anthropic_cache_rates({3.00, 15.00})},

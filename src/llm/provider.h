@@ -37,8 +37,9 @@ struct ReplyProblem {
 };
 
 // Tokens of one call. prompt_tokens is everything the window held, cache reads and writes
-// included; the two cache counts (Anthropic's prompt caching) are the parts of it billed at their
-// own rates.
+// included; the two cache counts are the parts of it billed at their own rates (Anthropic's
+// cache_read_input_tokens / cache_creation_input_tokens, OpenAI's
+// prompt_tokens_details.cached_tokens as reads).
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
@@ -52,6 +53,17 @@ struct ChatRequest {
   json tools = json::array();     // OpenAI tools array
   int max_tokens = 4096;
   double temperature = 0.2;
+  // Server-sent events: the reply arrives as a stream and is assembled before it is returned.
+  bool stream = false;
+  // OpenAI reasoning models: "minimal" | "low" | "medium" | "high" (empty: not sent).
+  std::string reasoning_effort;
+  // Anthropic extended thinking: the budget in tokens (0: off). Thinking blocks of the reply are
+  // kept in the canonical message (`thinking_blocks`) and sent back as the API requires.
+  int64_t thinking_budget = 0;
+  // Indices of `messages` after which a prompt-cache breakpoint goes (Anthropic's cache_control on
+  // the message's last block; a system message's marks the system prompt). OpenAI-format servers
+  // cache prefixes by themselves and ignore it.
+  std::vector<int64_t> cache_breakpoints;
   // Polled while the call runs (during the transfer and between retries): true ends the call at
   // once with ErrorKind::kInterrupted. Empty: never.
   std::function<bool()> cancel;

@@ -47,6 +47,8 @@ BudgetUsed run_budget_used(const BudgetUsed& own, const std::vector<BudgetUsed>&
     u.model_calls += o.model_calls;
     u.prompt_tokens += o.prompt_tokens;
     u.completion_tokens += o.completion_tokens;
+    u.cache_read_tokens += o.cache_read_tokens;
+    u.cache_write_tokens += o.cache_write_tokens;
     u.cost_usd += o.cost_usd;
     u.gpu_s += o.gpu_s;
     u.wall_s = std::max(u.wall_s, o.wall_s);

@@ -34,6 +34,7 @@ RunReport drive(EventStore& store, const std::filesystem::path& run_dir, Policy&
   install_interrupt_handler();
   hooks.interrupted = interrupt_requested;
   hooks.logged_result = options.logged_result;
+  hooks.between_steps = options.between_steps;
   hooks.progress = progress.get();
   hooks.executor = options.executor;
   Runner runner(store, policy, tools, run_dir, hooks);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -13,9 +14,10 @@
 namespace marathon {
 
 struct DriveOptions {
-  bool quiet = false;                  // no live progress (the summary is still printed)
-  LoggedResultFn logged_result;        // replay
-  eval::Executor* executor = nullptr;  // where evaluations run (null: in-process, one at a time)
+  bool quiet = false;                   // no live progress (the summary is still printed)
+  LoggedResultFn logged_result;         // replay
+  eval::Executor* executor = nullptr;   // where evaluations run (null: in-process, one at a time)
+  std::function<void()> between_steps;  // replay: RunnerHooks::between_steps
 };
 
 // Runs the loop on an open run until it stops. Returns the report and leaves the final state in

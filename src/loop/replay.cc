@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "core/fork.h"
 #include "core/run_dir.h"
 #include "core/workspace_snapshot.h"
+#include "loop/drive.h"
 #include "loop/turn_tracker.h"
 
 namespace marathon {
@@ -138,6 +140,81 @@ std::unique_ptr<EventStore> create_replay_run(const fs::path& from_dir, const fs
   store->append_batch(batch);
   materialize_workspace(*store, files, to.workspace(), /*remove_others=*/true);
   return store;
+}
+
+namespace {
+
+bool is_step(const Event& e) { return is<ModelRequest>(e) || is<ToolFinished>(e); }
+
+}  // namespace
+
+std::vector<ExternalEvent> external_events(const std::vector<Event>& original) {
+  std::vector<ExternalEvent> out;
+  int64_t steps = 0;
+  for (const Event& e : original) {
+    if (is_step(e)) ++steps;
+    const bool external =
+        is<CompactionRequested>(e) || is<RunStopRequested>(e) ||
+        (is<GoalChanged>(e) && payload_of<GoalChanged>(e).verb != GoalVerb::kAutoPause);
+    if (external) out.push_back({steps, {e.type, e.payload}});
+  }
+  return out;
+}
+
+std::function<void()> replay_external_events(std::vector<ExternalEvent> external, EventStore& to) {
+  struct Progress {
+    std::vector<ExternalEvent> pending;
+    size_t next = 0;
+    int64_t seen_seq = 0;
+    int64_t steps = 0;
+  };
+  auto p = std::make_shared<Progress>();
+  p->pending = std::move(external);
+  return [p, &to] {
+    if (p->next >= p->pending.size()) return;
+    for (const Event& e : to.read(p->seen_seq + 1)) {
+      if (is_step(e)) ++p->steps;
+      p->seen_seq = e.seq;
+    }
+    while (p->next < p->pending.size() && p->pending[p->next].after_steps <= p->steps) {
+      const Event e = to.append(p->pending[p->next++].event);
+      p->seen_seq = e.seq;
+    }
+  };
+}
+
+RunReport drive_replay(EventStore& store, const fs::path& to_dir,
+                       const std::vector<Event>& original, const EventStore& from,
+                       ReplayPolicy& policy, bool quiet, State* final_state) {
+  // External events come at step boundaries and, when the original got them while a model call
+  // was in flight, while the replay's call is "in flight" (the policy is asked).
+  std::function<void()> inject = replay_external_events(external_events(original), store);
+  policy.set_on_ask(inject);
+  DriveOptions options{quiet, logged_results(original, from, store)};
+  options.between_steps = inject;
+  RunReport report = drive(store, to_dir, policy, options, final_state);
+  // Pauses that were resumed (a resume after a kill, with no pause before it, is not one).
+  const auto resumed_pauses = [](const std::vector<Event>& events) {
+    int64_t n = 0;
+    bool paused = false;
+    for (const Event& e : events) {
+      if (is<RunPaused>(e)) paused = true;
+      if (is<RunResumed>(e) && paused) {
+        ++n;
+        paused = false;
+      }
+    }
+    return n;
+  };
+  const int64_t original_resumes = resumed_pauses(original);
+  while (report.outcome != RunOutcome::kFinished &&
+         resumed_pauses(store.read()) < original_resumes) {
+    RunResumed resumed;
+    resumed.reason = "resume";
+    store.append(make_event(resumed));
+    report = drive(store, to_dir, policy, options, final_state);
+  }
+  return report;
 }
 
 json comparable_state(const State& s) {

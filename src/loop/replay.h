@@ -13,6 +13,7 @@
 
 #include "core/event_store.h"
 #include "loop/runner.h"
+#include "policy/replay_policy.h"
 
 namespace marathon {
 
@@ -30,6 +31,28 @@ std::unique_ptr<EventStore> create_replay_run(const std::filesystem::path& from_
                                               const std::filesystem::path& to_dir,
                                               std::vector<Event>* original,
                                               std::unique_ptr<EventStore>* from_store);
+
+// What others appended to the original while its runner ran (a manual compaction request, goal
+// verbs, a stop request), each with the number of the runner's steps done before it: model.request
+// and tool.finished events (the runner takes such an event into account at its next step).
+struct ExternalEvent {
+  int64_t after_steps = 0;
+  NewEvent event;
+};
+std::vector<ExternalEvent> external_events(const std::vector<Event>& original);
+
+// A RunnerHooks::between_steps (and ReplayPolicy on_ask) for the replay in `to`: appends each of
+// `external` once the replay has done as many steps as the original had before it, so the replay's
+// runner meets it at the same point (a step boundary, or during the model call it came in).
+std::function<void()> replay_external_events(std::vector<ExternalEvent> external, EventStore& to);
+
+// Drives the replay run `store` in `to_dir` (made by create_replay_run) to its end: the logged
+// responses (`policy`, each purpose from its own queue), the logged results of irreproducible
+// tools, the original's external events at the steps they came, and a `run.resumed` wherever the
+// replay pauses as often as the original was resumed. The final state goes to *final_state.
+RunReport drive_replay(EventStore& store, const std::filesystem::path& to_dir,
+                       const std::vector<Event>& original, const EventStore& from,
+                       ReplayPolicy& policy, bool quiet, State* final_state);
 
 // The state without what legitimately differs between two runs of the same history: run id,
 // seqs, event counts and timings, wall time. Two runs that did the same work compare equal.

@@ -42,6 +42,15 @@ int64_t system_now_us() {
       .count();
 }
 
+// A compaction event that shrank the prompt (outcome compacted).
+bool shrank_prompt(const Event& e) {
+  constexpr CompactionOutcome kDone = CompactionOutcome::kCompacted;
+  if (is<CompactionInstalled>(e)) return payload_of<CompactionInstalled>(e).outcome == kDone;
+  if (is<CompactionElided>(e)) return payload_of<CompactionElided>(e).outcome == kDone;
+  if (is<CompactionCut>(e)) return payload_of<CompactionCut>(e).outcome == kDone;
+  return false;
+}
+
 NewEvent user_message(std::string reason, std::string content) {
   UserMessage m;
   m.reason = std::move(reason);
@@ -137,14 +146,27 @@ std::optional<RunReport> Runner::check_stops() {
   BudgetUsed used = state_.used;
   used.wall_s = wall_s();
   if (hooks_.shared_budget) used = hooks_.shared_budget(used);
-  const StopDecision d = decide_stop(state_, used, hooks_.interrupted && hooks_.interrupted(),
-                                     stop_requested_.has_value());
+  const StopDecision d =
+      decide_stop(state_, used, predicted_step(state_, events_),
+                  hooks_.interrupted && hooks_.interrupted(), stop_requested_.has_value());
   auto pause = [this](const std::string& reason, const std::string& message) {
     append({make_event(RunPaused{reason, message})});
     return RunReport{RunOutcome::kPaused, reason};
   };
   auto finish = [this](const std::string& reason, const std::string& summary) {
-    append({make_event(RunFinished{reason, summary})});
+    // Calls of the last turn that will now never run are answered as not run (and use nothing),
+    // so the log and the transcript never hold a call that looks pending or lost.
+    std::vector<NewEvent> batch;
+    for (const LoggedToolCall& call : turns_.unfinished_calls()) {
+      ToolFinished f;
+      f.call_id = call.id;
+      f.name = call.name;
+      f.not_run = true;
+      f.output = context::not_run_tool_output(reason, summary);
+      batch.push_back(make_event(f));
+    }
+    batch.push_back(make_event(RunFinished{reason, summary}));
+    append(std::move(batch));
     return RunReport{RunOutcome::kFinished, reason};
   };
   using K = StopDecision::Kind;
@@ -174,10 +196,11 @@ std::optional<RunReport> Runner::check_stops() {
   }
   std::vector<NewEvent> notes;
   for (const BudgetItem& b : d.notes) {
-    notes.push_back(make_event(BudgetWarned{b.which, b.used, b.limit}));
+    const bool predicted = StopDecision::predicted(b);
+    notes.push_back(make_event(BudgetWarned{b.which, b.used, b.limit, predicted}));
     notes.push_back(user_message(
-        UserMessage::kBudget,
-        context::budget_note(b.which, 100 * b.fraction(), budget_line(state_.limits, used))));
+        UserMessage::kBudget, context::budget_note(b.which, 100 * b.fraction(),
+                                                   budget_line(state_.limits, used), predicted)));
   }
   if (!notes.empty()) append(std::move(notes));
   return std::nullopt;
@@ -310,9 +333,18 @@ bool Runner::compact(context::Force force, bool cuts_only) {
   return appended;
 }
 
+int64_t Runner::fixed_prompt_tokens() {
+  context::Layout layout = context::make_layout(state_, *prompt_cache_);
+  layout.units = {};
+  const context::CompactionLog& c = prompt_cache_->compaction_log();
+  return context::assemble(layout, {c.summary, c.summarized_through, c.elided_through},
+                           context_config_, /*enforce_hard_cap=*/false)
+      .tokens_estimate;
+}
+
 bool Runner::stop_or_note_due(const BudgetUsed& used) const {
-  return decide_stop(state_, used, hooks_.interrupted && hooks_.interrupted(),
-                     stop_requested_.has_value())
+  return decide_stop(state_, used, predicted_step(state_, events_),
+                     hooks_.interrupted && hooks_.interrupted(), stop_requested_.has_value())
       .acts();
 }
 
@@ -340,10 +372,11 @@ std::optional<RunReport> Runner::ask_policy() {
       prompt_cache_->give_back(std::move(prompt.messages));
       std::string why = fmt::format(
           "the prompt is {} tokens (estimate) even after compaction, over the hard threshold of "
-          "{} ({} x a {}-token window); nothing was sent. Raise --context-window if the model "
-          "has a larger one",
+          "{} ({} x a {}-token window); of it the fixed part (system rules, task, tools, ledger "
+          "and goal block), which no compaction shrinks, is {}; nothing was sent. Raise "
+          "--context-window if the model has a larger one",
           prompt.tokens_estimate, context_config_.hard_tokens(), context_config_.hard_threshold,
-          context_config_.context_window);
+          context_config_.context_window, fixed_prompt_tokens());
       append({make_event(RunPaused{"context_overflow", why})});
       return RunReport{RunOutcome::kFailed, "context_overflow"};
     }
@@ -357,8 +390,9 @@ std::optional<RunReport> Runner::ask_policy() {
     append({make_event(req)});
   }
   // Lent to the request, not copied, and taken back after the call.
-  PolicyRequest request{std::move(prompt.messages), std::move(tools_json_), &state_,
-                        hooks_.interrupted};
+  PolicyRequest request{
+      std::move(prompt.messages),          std::move(tools_json_), &state_, hooks_.interrupted,
+      std::move(prompt.cache_breakpoints), prompt.tokens_estimate};
   PolicyReply reply;
   try {
     Timer t(&stats_.policy_s);
@@ -417,10 +451,25 @@ std::optional<RunReport> Runner::ask_policy() {
   const std::string& kind = error.kind_text;
   const std::string& message = error.message;
   spdlog::warn("model call failed ({}): {}", kind, message);
-  if (error.kind == LlmErrorKind::kContextLength && !context_retry_used_) {
+  if (error.kind == LlmErrorKind::kContextLength) {
+    // The server's window is smaller than the prompt: compact as after an overflow and ask again;
+    // when that frees nothing the prompt cannot shrink, and asking again would only repeat it.
     context_retry_used_ = true;
+    const size_t before = events_.size();
     compact(context::Force::kOverflow, false);
-    return std::nullopt;  // the next iteration asks again with the compacted prompt
+    bool freed = false;
+    for (size_t i = before; i < events_.size(); ++i) freed = freed || shrank_prompt(events_[i]);
+    if (freed) return std::nullopt;  // the next iteration asks again with the compacted prompt
+    std::string why = fmt::format(
+        "the model refused the prompt as longer than its context window and compaction can free "
+        "nothing more: the prompt is about {} tokens (estimate), of which the fixed part (system "
+        "rules, task, tools, ledger and goal block) is {}; --context-window is {}. Set "
+        "--context-window to the server's window or use a model with a larger one. The server "
+        "said: {}",
+        context::build_prompt(*prompt_cache_, state_, events_).tokens_estimate,
+        fixed_prompt_tokens(), context_config_.context_window, message);
+    append({make_event(RunPaused{"context_too_small", why})});
+    return RunReport{RunOutcome::kFailed, "context_too_small"};
   }
   if (is_permanent(error.kind)) {
     append({make_event(RunPaused{"model_error", kind + ": " + message})});
@@ -440,6 +489,7 @@ std::optional<RunReport> Runner::ask_policy() {
 
 RunReport Runner::run() {
   while (true) {
+    if (hooks_.between_steps) hooks_.between_steps();
     sync();
     if (std::optional<RunReport> stop = check_stops()) return *stop;
     if (!state_.in_flight.empty()) {

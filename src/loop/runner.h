@@ -59,6 +59,9 @@ struct RunnerHooks {
   // use with theirs added to this branch's own (budgets are the run's, shared).
   eval::SharedResults* shared_results = nullptr;
   std::function<BudgetUsed(const BudgetUsed& own)> shared_budget;
+  // Called before each step (replay: appends what others appended to the original at this point,
+  // e.g. a manual compaction request or a goal verb, which the runner then reads as it would).
+  std::function<void()> between_steps;
 };
 
 enum class RunOutcome { kFinished, kPaused, kFailed };
@@ -109,6 +112,8 @@ class Runner {
   // Plans and runs compaction (cuts_only: only a cut of a unit too large for the window); true
   // when it appended anything.
   bool compact(context::Force force, bool cuts_only);
+  // Calibrated tokens of the prompt with no turns: what no compaction can shrink.
+  int64_t fixed_prompt_tokens();
   bool stop_or_note_due(const BudgetUsed& used) const;
   PreparedCall prepare_call(const LoggedToolCall& call, int64_t turn);
   void execute_call(const PreparedCall& call, const Event& started);

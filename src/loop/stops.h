@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/event.h"
 #include "core/state.h"
 #include "goal/budget.h"
 
@@ -26,14 +27,22 @@ struct StopDecision {
   };
   Kind kind = Kind::kNone;
   std::optional<BudgetItem> exhausted;  // kBudget
-  std::vector<BudgetItem> notes;        // kNone: budgets near their limit not yet warned about
+  // kNone: budgets not yet warned about that are near their limit, or that the next step is
+  // predicted to take past it (BudgetItem neither near nor over: see predicted()).
+  std::vector<BudgetItem> notes;
+  static bool predicted(const BudgetItem& b) { return !b.near && !b.over; }
   bool acts() const { return kind != Kind::kNone || !notes.empty(); }
 };
 
 // In this order: done, interrupted, stop requested, goal paused, goal cleared, target met, a budget
-// used up, and otherwise the budgets to warn about. `used` is the state's use with the wall time of
-// now (and, after a response, that response counted).
-StopDecision decide_stop(const State& s, const BudgetUsed& used, bool interrupted,
-                         bool stop_requested);
+// used up, and otherwise the budgets to warn about: those at the warning fraction and those
+// `next_step` (predicted_step) would take past it, however far it would jump, each once. `used` is
+// the state's use with the wall time of now (and, after a response, that response counted).
+StopDecision decide_stop(const State& s, const BudgetUsed& used, const BudgetUsed& next_step,
+                         bool interrupted, bool stop_requested);
+
+// What the next step (a model call and the tool calls it makes) is predicted to add to the budget
+// use: the mean of the steps so far or the last model.response of `events`, whichever is larger.
+BudgetUsed predicted_step(const State& s, const std::vector<Event>& events);
 
 }  // namespace marathon

@@ -37,6 +37,16 @@ json normalise_assistant_message(const json& message, int64_t turn) {
   out["role"] = "assistant";
   const json content = message.is_object() ? message.value("content", json()) : json();
   out["content"] = content.is_string() ? content : json("");
+  // What a reasoning model said beside its answer, kept as the provider sent it: thinking blocks
+  // (sent back with the tool calls they led to), reasoning text and a refusal (for the record).
+  if (message.is_object()) {
+    if (auto t = message.find("thinking_blocks"); t != message.end() && t->is_array()) {
+      out["thinking_blocks"] = *t;
+    }
+    for (const char* key : {"reasoning_content", "refusal"}) {
+      if (auto v = message.find(key); v != message.end() && v->is_string()) out[key] = *v;
+    }
+  }
   std::vector<LoggedToolCall> calls = tool_calls_of(message);
   if (calls.empty()) return out;
   std::set<std::string> seen;

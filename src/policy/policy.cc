@@ -7,7 +7,8 @@ namespace marathon {
 
 events::ModelResponse response_payload(const PolicyReply& reply) {
   events::ModelResponse p;
-  p.usage = {reply.prompt_tokens, reply.completion_tokens};
+  p.usage = {reply.prompt_tokens, reply.completion_tokens, reply.cache_read_tokens,
+             reply.cache_write_tokens};
   p.cost_usd = reply.cost_usd;
   p.provider = reply.provider;
   p.model = reply.model;
@@ -25,6 +26,7 @@ context::Summariser summariser_of(Policy& policy, const State* state) {
     r.tools = json::array();
     r.state = state;
     r.interrupted = request.interrupted;
+    r.purpose = events::ModelResponse::kPurposeCompaction;
     PolicyReply reply = policy.next(r);
     context::SummaryReply out;
     out.response = response_payload(reply);

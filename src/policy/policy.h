@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "context/summariser.h"
 #include "core/event.h"
@@ -26,12 +27,25 @@ struct PolicyRequest {
   // Polled while the policy waits (a model call): true means stop now. The policy then returns an
   // error of kind "interrupted" and the loop logs no response (the request stays pending).
   std::function<bool()> interrupted;
+  // Indices of the messages after which a provider cache breakpoint goes (context::Prompt's
+  // cache_breakpoints); providers without explicit breakpoints ignore them.
+  std::vector<int64_t> cache_breakpoints;
+  // The prompt's calibrated token estimate (context::Prompt::tokens_estimate; 0: unknown): what
+  // the reply's token limit is sized against.
+  int64_t tokens_estimate = 0;
+  // "" for a conversation turn; "compaction" for a summariser call (the purpose its
+  // model.response is logged with), so a replay serves each kind from its own queue.
+  std::string purpose;
 };
 
 struct PolicyReply {
   json message = json::object();  // assistant message, canonical form above
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  // Parts of prompt_tokens the provider served from or wrote to its prompt cache (billed at their
+  // own rates, included in cost_usd).
+  int64_t cache_read_tokens = 0;
+  int64_t cache_write_tokens = 0;
   double cost_usd = 0;
   std::string provider;  // "openai", "anthropic", "search", "replay"
   std::string model;

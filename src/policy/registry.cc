@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "context/context_config.h"
 #include "context/token_estimate.h"
 #include "llm/provider_registry.h"
 #include "policy/llm_policy.h"
@@ -60,7 +61,17 @@ std::unique_ptr<Policy> make_llm(const State& state) {
   if (prices.is_object() && prices.contains(spec) && prices[spec].is_object()) {
     pc.price = llm::Price{prices[spec].value("prompt", 0.0), prices[spec].value("completion", 0.0)};
   }
-  return std::make_unique<LlmPolicy>(llm::make_provider(pc));
+  LlmPolicy::Options options;
+  options.context_window = context::ContextConfig::from_run_config(c).context_window;
+  // --max-output-tokens: the reply's limit as given; otherwise sized from the window per request.
+  if (c.contains("max_output_tokens") && c["max_output_tokens"].is_number_integer()) {
+    options.max_tokens = c["max_output_tokens"].get<int>();
+    options.max_tokens_fixed = true;
+  }
+  options.stream = c.value("stream", false);
+  options.reasoning_effort = c.value("reasoning_effort", "");
+  options.thinking_budget = c.value("thinking_budget", int64_t{0});
+  return std::make_unique<LlmPolicy>(llm::make_provider(pc), options);
 }
 
 }  // namespace

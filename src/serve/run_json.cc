@@ -26,7 +26,11 @@ json budget_json(const State& s) {
           {"wall_s", gauge(u.wall_s, l.max_wall_s)},
           {"tokens", gauge(double(u.prompt_tokens + u.completion_tokens), double(l.max_tokens))},
           {"cost_usd", gauge(u.cost_usd, l.max_cost_usd)},
-          {"gpu_s", gauge(u.gpu_s, l.max_gpu_s)}};
+          {"gpu_s", gauge(u.gpu_s, l.max_gpu_s)},
+          {"prompt_cache",
+           {{"prompt_tokens", u.prompt_tokens},
+            {"read_tokens", u.cache_read_tokens},
+            {"write_tokens", u.cache_write_tokens}}}};
 }
 
 json goal_json(const State& s) {

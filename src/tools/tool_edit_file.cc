@@ -14,7 +14,7 @@ class EditFileTool : public Tool {
   std::string description() const override {
     return "Replace one exact occurrence of old_string with new_string in a workspace file. Fails "
            "if old_string occurs 0 times or more than once (include more surrounding lines to make "
-           "it unique).";
+           "it unique). Only the task's editable files and files under scratch/ may be edited.";
   }
   json parameters() const override {
     return {{"type", "object"},
@@ -30,6 +30,9 @@ class EditFileTool : public Tool {
     std::string path = args["path"].get<std::string>();
     const std::string& old_s = args["old_string"].get_ref<const std::string&>();
     const std::string& new_s = args["new_string"].get_ref<const std::string&>();
+    if (std::string refusal = write_refusal(ctx, "edit_file", path); !refusal.empty()) {
+      return tool_error(refusal);
+    }
     std::string error;
     std::optional<ConfinedDir> ws = open_workspace(ctx, &error);
     if (!ws) return tool_error("edit_file: " + error);

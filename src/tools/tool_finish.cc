@@ -3,6 +3,21 @@
 #include <fmt/format.h>
 
 namespace marathon {
+
+std::string finish_refusal(const State* state) {
+  if (state == nullptr || state->best_score) return "";
+  const json& task = state->task;
+  if (task.is_object() && task.contains("goal") && task["goal"].is_object()) {
+    auto lifted = task["goal"].find("finish_needs_correct_evaluation");
+    if (lifted != task["goal"].end() && lifted->is_boolean() && !lifted->get<bool>()) return "";
+  }
+  return fmt::format(
+      "finish refused: no evaluation has been correct yet ({} evaluation(s) so far). Evaluate a "
+      "candidate that passes the evaluator's checks first (the starter files count). The runtime "
+      "stops the run itself when a budget is used up.",
+      state->evaluations);
+}
+
 namespace {
 
 class FinishTool : public Tool {
@@ -22,6 +37,11 @@ class FinishTool : public Tool {
 
   ToolResult run(const json& args, ToolContext& ctx) override {
     ToolResult r;
+    if (std::string refusal = finish_refusal(ctx.state); !refusal.empty()) {
+      r.ok = false;
+      r.output = refusal;
+      return r;
+    }
     std::string summary = args.at("summary").get<std::string>();
     r.finishes_run = true;
     r.events.push_back(make_event(events::RunFinished{"finish", summary}));

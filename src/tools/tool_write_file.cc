@@ -11,7 +11,7 @@ class WriteFileTool : public Tool {
   std::string name() const override { return "write_file"; }
   std::string description() const override {
     return "Create or replace a file of the workspace with the given content (parent folders are "
-           "created).";
+           "created). Only the task's editable files and files under scratch/ may be written.";
   }
   json parameters() const override {
     return {{"type", "object"},
@@ -26,6 +26,9 @@ class WriteFileTool : public Tool {
   ToolResult run(const json& args, ToolContext& ctx) override {
     std::string path = args["path"].get<std::string>();
     const std::string& content = args["content"].get_ref<const std::string&>();
+    if (std::string refusal = write_refusal(ctx, "write_file", path); !refusal.empty()) {
+      return tool_error(refusal);
+    }
     if (content.size() > kMaxFileBytes) {
       return tool_error("write_file " + path + ": " + std::to_string(content.size()) +
                         " bytes is more than the limit of " + std::to_string(kMaxFileBytes));

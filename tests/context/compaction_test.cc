@@ -151,7 +151,7 @@ TEST(Compaction, SummaryWhenElisionCannotFreeEnough) {
     EXPECT_TRUE(inst.payload.contains(k)) << k;
   }
   Prompt prompt = build_prompt(b.state, b.events, c);
-  EXPECT_TRUE(contains(prompt.messages[0]["content"], s.text));
+  EXPECT_TRUE(contains(prompt.messages[1]["content"], s.text));
   EXPECT_LE(prompt.tokens_estimate, c.soft_tokens());
   EXPECT_EQ(prompt.units_omitted, 0);
 }

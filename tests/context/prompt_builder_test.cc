@@ -1,6 +1,9 @@
 #include "context/prompt_builder.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "context/compaction_log.h"
 #include "context/goal_block.h"
@@ -24,7 +27,7 @@ ContextConfig small_window() {
   return c;
 }
 
-TEST(PromptBuilder, OrderIsRulesGoalLedgerSummaryThenTaskThenTurns) {
+TEST(PromptBuilder, OrderIsRulesTaskSummaryTurnsThenLedgerAndGoal) {
   LogBuilder b;
   b.tool("read_file", {{"path", "kernel.cc"}}, "int main() {}");
   b.add(events::CompactionInstalled::kType, {{"outcome", "compacted"},
@@ -34,18 +37,62 @@ TEST(PromptBuilder, OrderIsRulesGoalLedgerSummaryThenTaskThenTurns) {
   b.tool("note", {{"text", "x"}}, "noted");
   State s = demo_state();
   Prompt p = build_prompt(s, b.events, ContextConfig{});
+  // What changes every step comes last: the system message holds only the rules, the task message
+  // the task and then the summary, and the live tail (the last message) the ledger and the goal.
   const std::string sys = p.messages[0]["content"];
-  size_t goal = sys.find(kGoalBlockHeading), ledger = sys.find(kLedgerHeading),
-         summary = sys.find("SUMMARY-TEXT");
-  ASSERT_NE(goal, std::string::npos);
-  ASSERT_NE(ledger, std::string::npos);
-  ASSERT_NE(summary, std::string::npos);
-  EXPECT_LT(goal, ledger);
-  EXPECT_LT(ledger, summary);
-  EXPECT_TRUE(contains(sys, "Beat the naive matmul by 4x"));
+  EXPECT_FALSE(contains(sys, kGoalBlockHeading));
+  EXPECT_FALSE(contains(sys, kLedgerHeading));
   EXPECT_EQ(p.messages[1]["role"], "user");
-  EXPECT_TRUE(contains(p.messages[1]["content"], "Make matmul fast."));
-  EXPECT_EQ(p.messages.size(), 2u + 4u);  // two units of assistant + tool
+  const std::string task = p.messages[1]["content"];
+  ASSERT_TRUE(contains(task, "Make matmul fast."));
+  ASSERT_TRUE(contains(task, "SUMMARY-TEXT"));
+  EXPECT_LT(task.find("Make matmul fast."), task.find("SUMMARY-TEXT"));
+  ASSERT_EQ(p.messages.size(), 2u + 4u + 1u);  // two units of assistant + tool, the tail
+  EXPECT_EQ(p.messages[2]["role"], "assistant");
+  const json& tail = p.messages.back();
+  EXPECT_EQ(tail["role"], "user");
+  const std::string live = tail["content"];
+  size_t ledger = live.find(kLedgerHeading), goal = live.find(kGoalBlockHeading);
+  ASSERT_NE(ledger, std::string::npos);
+  ASSERT_NE(goal, std::string::npos);
+  EXPECT_LT(ledger, goal);
+  EXPECT_TRUE(contains(live, "Beat the naive matmul by 4x"));
+  // Breakpoints: system, task (+summary), end of the previous step's turns, end of this one's.
+  EXPECT_EQ(p.cache_breakpoints, (std::vector<int64_t>{0, 1, 3, 5}));
+}
+
+// The cacheable prefix: between compactions, every request starts with every message of the
+// previous request but its live tail, byte for byte, however the goal block, the budget and the
+// ledger changed in between.
+TEST(PromptBuilder, PreviousRequestButItsTailIsABytePrefixOfTheNext) {
+  LogBuilder b;
+  b.created();
+  ContextConfig c;
+  c.context_window = 200000;
+  json previous;
+  for (int i = 0; i < 30; ++i) {
+    b.tool("read_file", {{"path", "k.cc"}}, filler(400 + i));
+    State s = b.state;
+    s.best_score = 1.0 + i;  // the goal block changes every step
+    s.used.cost_usd = 0.01 * i;
+    s.ledger.push_back(LedgerEntry{
+        i + 1, LedgerKind::kFinding, fmt::format("finding {}", i), "", {}, {}, "", json::object()});
+    Prompt p = build_prompt(s, b.events, c);
+    ASSERT_EQ(p.units_omitted, 0);
+    if (!previous.is_null()) {
+      ASSERT_GT(p.messages.size(), previous.size());
+      for (size_t m = 0; m + 1 < previous.size(); ++m) {
+        ASSERT_EQ(p.messages[m].dump(), previous[m].dump()) << "step " << i << " message " << m;
+      }
+      EXPECT_NE(p.messages.back().dump(), previous.back().dump());
+      // The previous request's last breakpoint is among this one's (its cache entry is read).
+      EXPECT_NE(std::find(p.cache_breakpoints.begin(), p.cache_breakpoints.end(),
+                          static_cast<int64_t>(previous.size()) - 2),
+                p.cache_breakpoints.end());
+    }
+    EXPECT_TRUE(contains(p.messages.back()["content"], "Best so far: " + fmt_number(1.0 + i)));
+    previous = p.messages;
+  }
 }
 
 TEST(PromptBuilder, SameStateAndLogGiveTheSameBytes) {
@@ -87,11 +134,11 @@ TEST(PromptBuilder, NeverExceedsTheHardThresholdAndKeepsCallResultPairs) {
   Prompt p = build_prompt(demo_state(), b.events, c);
   EXPECT_LE(p.tokens_estimate, c.hard_tokens());
   EXPECT_GT(p.units_omitted, 0);
-  EXPECT_TRUE(contains(p.messages[0]["content"], "older turns are left out"));
+  EXPECT_TRUE(contains(p.messages.back()["content"], "older turns are left out"));
   // After the task message the turns start with an assistant message, never an orphan tool result.
   ASSERT_GT(p.messages.size(), 2u);
   EXPECT_EQ(p.messages[2]["role"], "assistant");
-  for (size_t i = 2; i < p.messages.size(); ++i) {
+  for (size_t i = 2; i + 1 < p.messages.size(); ++i) {
     if (p.messages[i]["role"] == "tool") {
       EXPECT_TRUE(p.messages[i - 1]["role"] == "assistant" || p.messages[i - 1]["role"] == "tool");
     }

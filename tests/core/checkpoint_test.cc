@@ -52,6 +52,8 @@ TEST(StateJson, RoundTripsEveryFieldOfAStateThatUsesThemAll) {
                s.candidates.empty() || s.budget_warnings.empty() || s.forked_from.empty());
   ASSERT_GT(s.last_compaction_noop_seq, 0);
   ASSERT_GT(s.used.gpu_s, 0);
+  ASSERT_GT(s.used.cache_read_tokens, 0);
+  ASSERT_GT(s.used.cache_write_tokens, 0);
   std::string text = dump(s);
   State back = state_from_json(json::parse(text));
   EXPECT_TRUE(back == s);

@@ -138,6 +138,36 @@ TEST(Events, ExecutorAndBranchPayloadsRoundTrip) {
   EXPECT_FALSE(json(own).contains("from_branch"));
 }
 
+// Prompt-cache counts, a call the run ended before and a predicted budget note: written only when
+// set (a log without them reads as before), and read back.
+TEST(Events, CacheUsageNotRunAndPredictedRoundTripAndStayOutWhenUnset) {
+  ModelResponse mr;
+  mr.message = {{"content", "x"}, {"thinking_blocks", json::array({{{"type", "thinking"}}})}};
+  mr.usage = {1000, 20, 900, 50};
+  const json written = mr;
+  EXPECT_EQ(written["usage"]["cache_read_tokens"], 900);
+  EXPECT_EQ(written["usage"]["cache_write_tokens"], 50);
+  ModelResponse back = round_trip(mr);
+  EXPECT_EQ(back.usage, mr.usage);
+  EXPECT_EQ(back.message, mr.message) << "the message is kept whole";
+  mr.usage = {1000, 20};
+  EXPECT_FALSE(json(mr)["usage"].contains("cache_read_tokens"));
+  EXPECT_FALSE(json(mr)["usage"].contains("cache_write_tokens"));
+
+  ToolFinished tf;
+  tf.call_id = "c";
+  tf.not_run = true;
+  EXPECT_TRUE(round_trip(tf).not_run);
+  tf.not_run = false;
+  EXPECT_FALSE(json(tf).contains("not_run"));
+
+  BudgetWarned bw{"cost_usd", 1.0, 2.0, true};
+  EXPECT_TRUE(round_trip(bw).predicted);
+  bw.predicted = false;
+  EXPECT_FALSE(json(bw).contains("predicted"));
+  EXPECT_FALSE(round_trip(bw).predicted);
+}
+
 TEST(Events, UnknownMembersAreIgnored) {
   NewEvent n = make_event(RunFinished{"finish", "done"});
   n.payload["written_by_a_newer_marathon"] = {1, 2, 3};

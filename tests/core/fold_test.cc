@@ -98,6 +98,37 @@ TEST(Fold, ModelResponsesAccumulateCallsTokensAndCost) {
   EXPECT_EQ(s.turns, 1);
 }
 
+TEST(Fold, PromptCacheReadsAndWritesAreSummedApart) {
+  State s = Log()
+                .created()
+                .add(events::ModelResponse::kType, {{"usage",
+                                                     {{"prompt_tokens", 1000},
+                                                      {"completion_tokens", 20},
+                                                      {"cache_read_tokens", 900},
+                                                      {"cache_write_tokens", 50}}}})
+                .add(events::ModelResponse::kType, {{"usage",
+                                                     {{"prompt_tokens", 1100},
+                                                      {"completion_tokens", 20},
+                                                      {"cache_read_tokens", 1000},
+                                                      {"cache_write_tokens", -7}}}})
+                .fold();
+  EXPECT_EQ(s.used.prompt_tokens, 2100);
+  EXPECT_EQ(s.used.cache_read_tokens, 1900);
+  EXPECT_EQ(s.used.cache_write_tokens, 50) << "a negative count adds nothing";
+}
+
+TEST(Fold, ACallTheRunEndedBeforeUsesNoToolCall) {
+  State s =
+      Log()
+          .created()
+          .add(events::ToolFinished::kType, {{"call_id", "a"}, {"name", "note"}, {"ok", true}})
+          .add(events::ToolFinished::kType,
+               {{"call_id", "b"}, {"name", "note"}, {"ok", false}, {"not_run", true}})
+          .fold();
+  EXPECT_EQ(s.used.tool_calls, 1);
+  EXPECT_EQ(s.tool_history.size(), 2u);
+}
+
 TEST(Fold, StartedToolWithoutFinishIsInFlight) {
   State s = Log()
                 .created()

@@ -77,3 +77,27 @@ TEST(Budget, LineShowsEachLimitedBudget) {
 
 }  // namespace
 }  // namespace marathon
+
+namespace marathon {
+namespace {
+
+TEST(Budget, AStepThatWouldJumpPastTheLimitIsWarnedBeforeIt) {
+  BudgetLimits l;
+  l.max_cost_usd = 10;
+  BudgetUsed u;
+  u.cost_usd = 8.0;  // 80%: no note yet by the 90% rule
+  BudgetUsed step;
+  step.cost_usd = 3.0;  // the next step would land at 110%, past the limit in one jump
+  EXPECT_TRUE(budgets_to_warn(l, u, {}).empty());
+  auto due = budgets_predicted_to_cross(l, u, step, {});
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].which, "cost");
+  EXPECT_DOUBLE_EQ(due[0].used, 8.0) << "reported with what is used now";
+  // Once warned, never again; a small step is not warned early.
+  EXPECT_TRUE(budgets_predicted_to_cross(l, u, step, {"cost"}).empty());
+  step.cost_usd = 0.5;
+  EXPECT_TRUE(budgets_predicted_to_cross(l, u, step, {}).empty());
+}
+
+}  // namespace
+}  // namespace marathon

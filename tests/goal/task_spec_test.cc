@@ -283,3 +283,56 @@ TEST(RealTasks, EveryTaskInTheRepoLoads) {
 
 }  // namespace
 }  // namespace marathon
+
+namespace marathon {
+namespace {
+
+// The two optional task fields of the write limits and the finish rule: read when given, and absent
+// from the canonical form when left at their defaults (so no result cache key of an existing task
+// changes).
+TEST(TaskSpecLimits, WritableAndFinishRuleAreReadAndOnlyNamedWhenSet) {
+  const std::string base = R"(name = "toy"
+description = "d"
+[files]
+starter = ["kernel.cc"]
+editable = ["kernel.cc"]
+[goal]
+metric = "speedup"
+direction = "max"
+[evaluator]
+command = ["true"]
+timeout_s = 5
+version = "1"
+)";
+  TaskSpec plain = parse_task(base, "task.toml", {});
+  EXPECT_TRUE(plain.finish_needs_correct_evaluation);
+  EXPECT_TRUE(plain.writable.empty());
+  EXPECT_FALSE(to_json(plain)["files"].contains("writable"));
+  EXPECT_FALSE(to_json(plain)["goal"].contains("finish_needs_correct_evaluation"));
+
+  auto with = [&](const std::string& after, const std::string& line) {
+    std::string s = base;
+    s.insert(s.find(after) + after.size(), "\n" + line);
+    return s;
+  };
+  std::string lifted = with("editable = [\"kernel.cc\"]", "writable = [\"notes/*\"]");
+  lifted.insert(lifted.find("direction = \"max\"") + 17,
+                "\nfinish_needs_correct_evaluation = false");
+  TaskSpec t = parse_task(lifted, "task.toml", {});
+  EXPECT_FALSE(t.finish_needs_correct_evaluation);
+  EXPECT_EQ(t.writable, std::vector<std::string>{"notes/*"});
+  EXPECT_EQ(to_json(t)["files"]["writable"], json::array({"notes/*"}));
+  EXPECT_EQ(to_json(t)["goal"]["finish_needs_correct_evaluation"], false);
+
+  std::string wrong = with("direction = \"max\"", "finish_needs_correct_evaluation = \"no\"");
+  try {
+    parse_task(wrong, "task.toml", {});
+    FAIL() << "a string was accepted";
+  } catch (const TaskError& e) {
+    EXPECT_NE(std::string(e.what()).find("finish_needs_correct_evaluation"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace marathon

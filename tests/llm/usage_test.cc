@@ -249,3 +249,94 @@ TEST(HttpProvider, CancelEndsAHungCallAtOnceAsInterrupted) {
 
 }  // namespace
 }  // namespace marathon::llm
+
+// --- provider prompt caching -------------------------------------------------------------------
+
+namespace marathon::llm {
+namespace {
+
+TEST(OpenAiFormat, CachedPromptTokensAreReadAsCacheReads) {
+  OpenAiFormat f;
+  ParsedReply r =
+      f.parse_reply(openai_body({{"prompt_tokens", 30000},
+                                 {"completion_tokens", 200},
+                                 {"prompt_tokens_details", {{"cached_tokens", 28160}}}}));
+  ASSERT_TRUE(r.usage_problems.empty());
+  EXPECT_EQ(r.usage.prompt_tokens, 30000);
+  EXPECT_EQ(r.usage.cache_read_tokens, 28160);
+  EXPECT_EQ(r.usage.cache_write_tokens, 0);
+  // More cached than prompt tokens is not believable.
+  ParsedReply lie =
+      f.parse_reply(openai_body({{"prompt_tokens", 10},
+                                 {"completion_tokens", 2},
+                                 {"prompt_tokens_details", {{"cached_tokens", 50}}}}));
+  ASSERT_EQ(lie.usage_problems.size(), 1u);
+  EXPECT_NE(lie.usage_problems[0].find("cached_tokens"), std::string::npos);
+}
+
+TEST(Pricing, OpenAiCachedInputIsPricedAtTheCachedRate) {
+  std::optional<Price> p = PriceTable().lookup("gpt-4.1-2025-04-14");
+  ASSERT_TRUE(p);
+  Usage u;
+  u.prompt_tokens = 30000;
+  u.cache_read_tokens = 28000;
+  u.completion_tokens = 100;
+  const double expected = (2000 * 2.00 + 28000 * 0.50 + 100 * 8.00) / 1e6;
+  EXPECT_NEAR(cost_usd(u, *p), expected, 1e-12);
+}
+
+TEST(AnthropicFormat, CacheBreakpointsGoOnTheSystemPromptAndTheMarkedMessagesLastBlocks) {
+  AnthropicFormat f;
+  ChatRequest req;
+  req.model = "claude-sonnet-4";
+  req.messages = R"([
+    {"role":"system","content":"rules"},
+    {"role":"user","content":"task"},
+    {"role":"assistant","content":"","tool_calls":[
+      {"id":"c1","type":"function","function":{"name":"read_file","arguments":"{}"}}]},
+    {"role":"tool","tool_call_id":"c1","content":"A"},
+    {"role":"assistant","content":"","tool_calls":[
+      {"id":"c2","type":"function","function":{"name":"read_file","arguments":"{}"}},
+      {"id":"c3","type":"function","function":{"name":"grep","arguments":"{}"}}]},
+    {"role":"tool","tool_call_id":"c2","content":"B"},
+    {"role":"tool","tool_call_id":"c3","content":"C"},
+    {"role":"user","content":"goal block"}])"_json;
+  req.cache_breakpoints = {0, 1, 3, 6};
+  json body = f.request_body(req);
+  ASSERT_TRUE(body["system"].is_array());
+  EXPECT_EQ(body["system"][0]["text"], "rules");
+  EXPECT_EQ(body["system"][0]["cache_control"]["type"], "ephemeral");
+  const json& m = body["messages"];
+  ASSERT_EQ(m.size(), 5u);  // user task, assistant, user result, assistant, user results + goal
+  EXPECT_EQ(m[0]["content"][0]["cache_control"]["type"], "ephemeral");  // the task
+  EXPECT_EQ(m[2]["content"][0]["cache_control"]["type"], "ephemeral");  // result A
+  ASSERT_EQ(m[4]["content"].size(), 3u);
+  EXPECT_FALSE(m[4]["content"][0].contains("cache_control"));           // result B
+  EXPECT_EQ(m[4]["content"][1]["cache_control"]["type"], "ephemeral");  // result C
+  EXPECT_FALSE(m[4]["content"][2].contains("cache_control"));           // the live tail
+  int marks = 0;
+  for (const json& turn : m) {
+    for (const json& b : turn["content"]) marks += b.contains("cache_control") ? 1 : 0;
+  }
+  EXPECT_EQ(marks, 3);
+  // Without breakpoints the request is as before: the system prompt a plain string.
+  req.cache_breakpoints.clear();
+  json plain = f.request_body(req);
+  EXPECT_TRUE(plain["system"].is_string());
+  EXPECT_EQ(plain.dump().find("cache_control"), std::string::npos);
+}
+
+TEST(AnthropicFormat, AtMostFourBreakpointsTheNewestKept) {
+  json canonical = json::array();
+  for (int i = 0; i < 8; ++i)
+    canonical.push_back(
+        {{"role", i % 2 ? "assistant" : "user"}, {"content", "m" + std::to_string(i)}});
+  std::string system;
+  json out = to_anthropic_messages(canonical, &system, {0, 1, 2, 3, 4, 5, 6, 7});
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(out[i]["content"][0].contains("cache_control"), i >= 4) << i;
+  }
+}
+
+}  // namespace
+}  // namespace marathon::llm

@@ -29,14 +29,16 @@ using testing::ScriptedResponse;
 using testing::TempDir;
 
 TEST(Branches, RunBudgetAddsTheOthersUseAndTakesTheLongestWall) {
-  BudgetUsed own{10, 5, 100, 50, 1.5, 30, 2};
-  BudgetUsed a{1, 1, 10, 5, 0.5, 40, 1};
-  BudgetUsed b{2, 2, 20, 10, 1.0, 20, 0};
+  BudgetUsed own{10, 5, 100, 50, 60, 4, 1.5, 30, 2};
+  BudgetUsed a{1, 1, 10, 5, 8, 0, 0.5, 40, 1};
+  BudgetUsed b{2, 2, 20, 10, 0, 2, 1.0, 20, 0};
   BudgetUsed u = run_budget_used(own, {a, b});
   EXPECT_EQ(u.tool_calls, 13);
   EXPECT_EQ(u.model_calls, 8);
   EXPECT_EQ(u.prompt_tokens, 130);
   EXPECT_EQ(u.completion_tokens, 65);
+  EXPECT_EQ(u.cache_read_tokens, 68);
+  EXPECT_EQ(u.cache_write_tokens, 6);
   EXPECT_DOUBLE_EQ(u.cost_usd, 3.0);
   EXPECT_DOUBLE_EQ(u.wall_s, 40);
   EXPECT_DOUBLE_EQ(u.gpu_s, 3);

@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
 
 #include "core/fold.h"
 #include "goal/task_spec.h"
+#include "loop/replay.h"
 #include "loop/run_setup.h"
 #include "loop/run_tools.h"
 #include "loop_test_support.h"
+#include "policy/replay_policy.h"
 
 namespace marathon {
 namespace {
@@ -41,10 +44,14 @@ class ScriptedPolicy : public Policy {
   std::string name() const override { return "scripted"; }
   PolicyReply next(const PolicyRequest& req) override {
     last_messages = req.messages;
+    last_estimate = req.tokens_estimate;
+    last_breakpoints = req.cache_breakpoints;
     return script_(calls++);
   }
   int calls = 0;
   json last_messages;
+  int64_t last_estimate = 0;
+  std::vector<int64_t> last_breakpoints;
 
  private:
   std::function<PolicyReply(int)> script_;
@@ -334,6 +341,216 @@ TEST(Runner, AnEvaluatorThatHangsIsKilledAtTheTimeoutAndTheRunGoesOn) {
   State s = fold(f.events());
   EXPECT_EQ(s.candidates.size(), 1u);
   EXPECT_FALSE(s.best_score.has_value());
+}
+
+// --- budgets that cannot be skipped, sizes that cannot fit, finish before a result -----------
+
+TEST(Runner, AStepPredictedToJumpPastTheCostLimitGetsTheWrapUpNoteFirst) {
+  // 0.35 a call against $1: 70% after two calls, 105% after the third. By the 90% rule alone the
+  // note would never be sent; predicted from the calls so far it goes out before the third.
+  Fixture f([](NewRunOptions& o) { o.max_cost_usd = 1.0; });
+  ScriptedPolicy policy([](int n) {
+    PolicyReply r =
+        reply_with({call("c" + std::to_string(n), "note", R"({"kind": "finding", "text": "x"})")});
+    r.cost_usd = 0.35;
+    return r;
+  });
+  RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  EXPECT_EQ(report.reason, "budget");
+  EXPECT_EQ(policy.calls, 3);
+  auto warned = events_of_type(f.events(), events::BudgetWarned::kType);
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_EQ(warned[0].payload["which"], "cost");
+  EXPECT_TRUE(warned[0].payload.value("predicted", false));
+  bool told = false;
+  for (const json& m : policy.last_messages) {
+    told = told || (m["role"] == "user" &&
+                    m["content"].get<std::string>().find("Budget note: cost") != std::string::npos);
+  }
+  EXPECT_TRUE(told) << "the third request carries the note";
+  // The request carries what the provider sizes the reply and places cache breakpoints by.
+  EXPECT_GT(policy.last_estimate, 0);
+  EXPECT_EQ(policy.last_breakpoints.front(), 0);
+  EXPECT_EQ(policy.last_breakpoints.back(), int64_t(policy.last_messages.size()) - 2);
+}
+
+TEST(Runner, CallsTheBudgetForbidsAreAnsweredAsNotRunAndUseNothing) {
+  Fixture f([](NewRunOptions& o) { o.max_tool_calls = 3; });
+  ScriptedPolicy policy([](int n) {
+    const std::string a = "a" + std::to_string(n), b = "b" + std::to_string(n);
+    return reply_with({call(a, "note", R"({"kind": "finding", "text": "x"})"),
+                       call(b, "note", R"({"kind": "finding", "text": "y"})")});
+  });
+  RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  EXPECT_EQ(report.reason, "budget");
+  std::vector<Event> events = f.events();
+  State s = fold(events);
+  EXPECT_EQ(s.used.tool_calls, 3);
+  auto finished = events_of_type(events, events::ToolFinished::kType);
+  ASSERT_EQ(finished.size(), 4u) << "every call of every response has a result";
+  EXPECT_TRUE(finished[3].payload.value("not_run", false));
+  EXPECT_FALSE(finished[3].payload["ok"].get<bool>());
+  EXPECT_NE(finished[3].payload["output"].get<std::string>().find("not run"), std::string::npos);
+  EXPECT_EQ(events_of_type(events, events::ToolStarted::kType).size(), 3u)
+      << "the fourth never started";
+  EXPECT_EQ(events.back().type, events::RunFinished::kType);
+}
+
+TEST(Runner, AContextLengthErrorCompactionCannotFixPausesAsContextTooSmall) {
+  Fixture f;
+  ScriptedPolicy policy([](int) {
+    PolicyReply r;
+    r.provider = "test";
+    r.error = json{{"kind", "context_length"},
+                   {"message", "This model's maximum context length is 512 tokens"},
+                   {"http_status", 400}};
+    return r;
+  });
+  RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  EXPECT_EQ(report.outcome, RunOutcome::kFailed);
+  EXPECT_EQ(report.reason, "context_too_small");
+  EXPECT_EQ(policy.calls, 1) << "the same prompt is not sent again";
+  auto paused = events_of_type(f.events(), events::RunPaused::kType);
+  ASSERT_EQ(paused.size(), 1u);
+  const std::string why = paused[0].payload["message"];
+  EXPECT_NE(why.find("--context-window"), std::string::npos) << why;
+  EXPECT_NE(why.find("maximum context length is 512"), std::string::npos) << why;
+}
+
+TEST(Runner, AFixedPromptLargerThanTheWindowFailsAtTheFirstStepSayingSo) {
+  Fixture f([](NewRunOptions& o) { o.context_window = 1024; });  // rules and tools alone are more
+  ScriptedPolicy policy([](int) { return reply_with({}, "never asked"); });
+  RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  EXPECT_EQ(report.outcome, RunOutcome::kFailed);
+  EXPECT_EQ(report.reason, "context_overflow");
+  EXPECT_EQ(policy.calls, 0) << "nothing is sent";
+  auto paused = events_of_type(f.events(), events::RunPaused::kType);
+  ASSERT_EQ(paused.size(), 1u);
+  const std::string why = paused[0].payload["message"];
+  EXPECT_NE(why.find("fixed part"), std::string::npos) << why;
+  EXPECT_NE(why.find("--context-window"), std::string::npos) << why;
+  EXPECT_TRUE(events_of_type(f.events(), events::ModelRequest::kType).empty());
+}
+
+TEST(Runner, FinishBeforeAnyCorrectEvaluationIsRefusedAndTheRunGoesOn) {
+  TempDir dir("runner-finish");
+  NewRunOptions o;
+  o.run_dir = dir / "run";
+  o.policy = "llm";
+  o.model = "test:scripted";
+  o.max_tool_calls = 3;
+  TaskSpec task = load_task(testing::tiny_task());
+  task.finish_needs_correct_evaluation = true;  // the default for real tasks
+  auto store = create_run(task, o);
+  ToolRegistry tools = make_run_tools();
+  ScriptedPolicy policy([](int n) {
+    return reply_with({call("f" + std::to_string(n), "finish", R"({"summary": "done"})")});
+  });
+  RunReport report = Runner(*store, policy, tools, o.run_dir).run();
+  EXPECT_EQ(report.reason, "budget");
+  auto finished = events_of_type(store->read(), events::ToolFinished::kType);
+  ASSERT_EQ(finished.size(), 3u);
+  EXPECT_FALSE(finished[0].payload["ok"].get<bool>());
+  EXPECT_NE(finished[0].payload["output"].get<std::string>().find("finish refused"),
+            std::string::npos);
+}
+
+// --- replay in every case ------------------------------------------------------------------------
+
+// A policy over the Fixture's store: appends `external` before answering turn `at` (as another
+// writer would while the model thinks), answers summariser calls with a summary, and fails turns
+// in `failing` with a transport error.
+class ExternalPolicy : public Policy {
+ public:
+  ExternalPolicy(EventStore* store, int at, NewEvent external, std::set<int> failing = {})
+      : store_(store), at_(at), external_(std::move(external)), failing_(std::move(failing)) {}
+  std::string name() const override { return "scripted"; }
+  PolicyReply next(const PolicyRequest& req) override {
+    if (req.purpose == "compaction") {
+      PolicyReply r = reply_with({}, "Summary: notes written so far; nothing evaluated yet.");
+      return r;
+    }
+    const int n = turns++;
+    if (n == at_ && store_ != nullptr) store_->append(external_);
+    if (failing_.count(n)) {
+      PolicyReply r;
+      r.provider = "test";
+      r.error = json{{"kind", "transport"}, {"message", "connection refused"}};
+      return r;
+    }
+    if (n >= 8)
+      return reply_with({call("f" + std::to_string(n), "finish", R"({"summary": "ok"})")});
+    return reply_with({call("c" + std::to_string(n), "note",
+                            R"({"kind": "finding", "text": "step )" + std::to_string(n) + "\"}")});
+  }
+  int turns = 0;
+
+ private:
+  EventStore* store_;
+  int at_;
+  NewEvent external_;
+  std::set<int> failing_;
+};
+
+// Replays the Fixture's run into a new folder and returns the replay's final state.
+State replay_of(Fixture& f, ReplayPolicy** served = nullptr) {
+  std::vector<Event> original;
+  std::unique_ptr<EventStore> from;
+  const std::filesystem::path to = f.dir / "replay";
+  auto store = create_replay_run(f.run_dir, to, &original, &from);
+  static std::unique_ptr<ReplayPolicy> policy;
+  policy = std::make_unique<ReplayPolicy>(original);
+  State replayed;
+  drive_replay(*store, to, original, *from, *policy, /*quiet=*/true, &replayed);
+  if (served) *served = policy.get();
+  return replayed;
+}
+
+TEST(Replay, AManualCompactionIsReplayedAtItsStepWithItsLoggedSummary) {
+  Fixture f;
+  ExternalPolicy policy(f.store.get(), 3,
+                        {events::CompactionRequested::kType, {{"trigger", "manual"}}});
+  RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  ASSERT_EQ(report.reason, "finish");
+  State original = fold(f.events());
+  ASSERT_EQ(original.compactions, 1);
+  ReplayPolicy* served = nullptr;
+  State replayed = replay_of(f, &served);
+  EXPECT_EQ(comparable_state(replayed), comparable_state(original));
+  EXPECT_EQ(served->served(), served->available());
+}
+
+TEST(Replay, ARunPausedOnModelErrorsAndResumedReplaysToTheSameEnd) {
+  Fixture f;
+  ExternalPolicy first(nullptr, -1, {}, {2, 3, 4});
+  RunReport paused = Runner(*f.store, first, f.tools, f.run_dir).run();
+  ASSERT_EQ(paused.reason, "model_unavailable");
+  f.store->append({events::RunResumed::kType, {{"reason", "resume"}}});
+  ExternalPolicy second(nullptr, -1, {});
+  second.turns = first.turns;
+  RunReport report = Runner(*f.store, second, f.tools, f.run_dir).run();
+  ASSERT_EQ(report.reason, "finish");
+  State original = fold(f.events());
+  State replayed = replay_of(f);
+  EXPECT_EQ(comparable_state(replayed), comparable_state(original));
+  EXPECT_TRUE(replayed.done);
+}
+
+TEST(Replay, AGoalPauseAndResumeFromAnotherWriterAreReplayed) {
+  Fixture f;
+  ExternalPolicy policy(
+      f.store.get(), 2,
+      {events::GoalChanged::kType, {{"verb", "pause"}, {"objective", "o"}, {"status", "paused"}}});
+  RunReport paused = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  ASSERT_EQ(paused.reason, "goal_paused");
+  f.store->append(
+      {events::GoalChanged::kType, {{"verb", "resume"}, {"objective", "o"}, {"status", "active"}}});
+  f.store->append({events::RunResumed::kType, {{"reason", "resume"}}});
+  RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  ASSERT_EQ(report.reason, "finish");
+  State original = fold(f.events());
+  State replayed = replay_of(f);
+  EXPECT_EQ(comparable_state(replayed), comparable_state(original));
 }
 
 }  // namespace

@@ -51,5 +51,14 @@ TEST(LlmPolicy, ReplyCarriesUsageCostErrorsAndProblems) {
   EXPECT_EQ(bad.error->kind, LlmErrorKind::kAuth);
 }
 
+TEST(OutputTokenLimit, SizedFromTheWindowUnlessFixed) {
+  EXPECT_EQ(output_token_limit(8192, 128000, 30000, false), 8192);
+  // A 4k window with a 3k prompt leaves 4096 - 3000 - 81 (2% margin).
+  EXPECT_EQ(output_token_limit(8192, 4096, 3000, false), 4096 - 3000 - 81);
+  EXPECT_EQ(output_token_limit(8192, 4096, 4000, false), kMinOutputTokens);
+  EXPECT_EQ(output_token_limit(8192, 4096, 3000, true), 8192);
+  EXPECT_EQ(output_token_limit(8192, 0, 3000, false), 8192);
+}
+
 }  // namespace
 }  // namespace marathon

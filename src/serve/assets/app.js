@@ -280,7 +280,7 @@
       ['cost', budget.cost_usd, money],
       ['GPU', budget.gpu_s, duration],
     ];
-    return el('div', { class: 'gauges' }, items.map(([name, g, fmt]) => {
+    const box = el('div', { class: 'gauges' }, items.map(([name, g, fmt]) => {
       const frac = g.limit ? g.used / g.limit : null;
       const fill = el('div', { class: 'fill' + (frac !== null && frac >= 1 ? ' over' : frac !== null && frac >= 0.8 ? ' high' : '') });
       fill.style.width = frac === null ? '0%' : Math.min(100, 100 * frac).toFixed(1) + '%';
@@ -288,6 +288,14 @@
         el('div', {}, el('b', { text: name + ' ' }), el('span', { class: 'muted', text: gaugeText(g, fmt) })),
         el('div', { class: 'bar' }, fill));
     }));
+    const pc = budget.prompt_cache;
+    if (pc && pc.prompt_tokens > 0) {
+      // The share of prompt tokens the provider served from its prompt cache.
+      box.appendChild(el('div', { class: 'gauge', 'data-gauge': 'prompt cache' },
+        el('div', {}, el('b', { text: 'prompt cache ' }),
+          el('span', { class: 'muted', text: (100 * pc.read_tokens / pc.prompt_tokens).toFixed(1) + '% of prompt tokens read from cache' }))));
+    }
+    return box;
   }
 
   // Where evaluations ran (docs/scale-out.md): each slot's or worker's busy share of the run's
