@@ -17,12 +17,19 @@ int do_stop(const std::string& run_dir, const std::string& reason) {
     spdlog::error("{}", r.message);
     return control::exit_code_of(r.status);
   }
-  if (r.seq == 0) {
+  std::string others;
+  for (int b : r.branches_asked) others += (others.empty() ? "" : ", ") + std::to_string(b);
+  if (!others.empty()) others = "; asked of branch(es) " + others + " too";
+  if (r.seq == 0 && others.empty()) {
     std::printf("the run is already stopped (paused): nothing to do\n");
     return 0;
   }
-  std::printf("stop requested (seq %lld): the runner stops at its next step\n",
-              static_cast<long long>(r.seq));
+  if (r.seq == 0) {
+    std::printf("stop requested%s: their runners stop at their next step\n", others.c_str());
+  } else {
+    std::printf("stop requested (seq %lld)%s: the runner stops at its next step\n",
+                static_cast<long long>(r.seq), others.c_str());
+  }
   return 0;
 }
 

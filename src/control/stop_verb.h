@@ -2,7 +2,8 @@
 // the runner pauses at its next step (run.paused{stopped}) and exits, and `marathon resume`
 // carries on. A paused run is left alone (done, nothing appended: seq 0); a finished one cannot
 // take it. A request made while no runner drives the run (a killed one) is void from the next
-// run.resumed on. `marathon stop` and the control protocol's run/stop both call stop_run.
+// run.resumed on. On branch 0 of a run with branches (loop/branches.h) it asks every unfinished
+// branch. `marathon stop` and the control protocol's run/stop both call stop_run.
 #pragma once
 
 #include <filesystem>

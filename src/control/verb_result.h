@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/state.h"
 
@@ -20,6 +21,8 @@ struct VerbResult {
   std::string message;  // why it was refused (empty when done)
   State state;          // the run's state after the verb (before it, when refused)
   int64_t seq = 0;      // the seq of the event the verb appended (0: none)
+  // A verb on a run with branches that also acted on other branches (their indexes).
+  std::vector<int> branches_asked;
 };
 
 // The exit code of a CLI verb: 0 done, 2 bad input or wrong state, 1 no run.

@@ -727,6 +727,23 @@ void from_json(const json& j, ExecutorSlotQuarantined& p) {
   p.healthy_slots = r.integer("healthy_slots", 0);
 }
 
+// -- candidate.imported
+
+void to_json(json& j, const CandidateImported& p) {
+  j = json{{kCandidate, p.candidate}, {"files", p.files}, {"from_branch", p.from_branch}};
+  put_opt(j, "score", p.score);
+}
+void from_json(const json& j, CandidateImported& p) {
+  PayloadReader r(j, CandidateImported::kType);
+  p.candidate = r.str(kCandidate);
+  for (const auto& [path, sha] : r.obj("files").items()) {
+    if (!sha.is_string()) r.fail(std::string("files.") + path, "must be a blob sha (a string)");
+    p.files[path] = sha.get<std::string>();
+  }
+  p.from_branch = r.integer("from_branch", 0);
+  p.score = r.opt_num("score");
+}
+
 // -- ledger.noted
 
 void to_json(json& j, const LedgerNoted& p) {
@@ -995,6 +1012,9 @@ const std::vector<TypeInfo>& all_types() {
       {ExecutorSlotQuarantined::kType,
        ExecutorSlotQuarantined::kVersion,
        {"executor", "slot", "faults_in_a_row", "last_status", "healthy_slots"}},
+      {CandidateImported::kType,
+       CandidateImported::kVersion,
+       {"candidate", "files", "from_branch", "score?"}},
       {LedgerNoted::kType, LedgerNoted::kVersion, {"kind", "text", "from_branch?", "from_seq?"}},
       {CompactionRequested::kType, CompactionRequested::kVersion, {"trigger"}},
       {CompactionProposed::kType,

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -345,6 +346,18 @@ struct LedgerNoted {
   std::optional<int64_t> from_seq;
 };
 
+// Another branch's candidate made known to this branch (loop/branches.h): its files (path -> blob
+// sha; the blobs are copied into this log's store first), so that `revert` can fork this branch's
+// workspace from it. Written when a branch reaches the run's best.
+struct CandidateImported {
+  static constexpr const char* kType = "candidate.imported";
+  static constexpr int kVersion = 1;
+  std::string candidate;                     // required: the candidate hash
+  std::map<std::string, std::string> files;  // required
+  int64_t from_branch = 0;
+  std::optional<double> score;
+};
+
 struct CompactionRequested {
   static constexpr const char* kType = "compaction.requested";
   static constexpr int kVersion = 1;
@@ -507,6 +520,7 @@ MARATHON_EVENT_JSON(EvalFinished)
 MARATHON_EVENT_JSON(EvalSubmitted)
 MARATHON_EVENT_JSON(ExecutorJobLost)
 MARATHON_EVENT_JSON(ExecutorSlotQuarantined)
+MARATHON_EVENT_JSON(CandidateImported)
 MARATHON_EVENT_JSON(LedgerNoted)
 MARATHON_EVENT_JSON(CompactionRequested)
 MARATHON_EVENT_JSON(CompactionProposed)

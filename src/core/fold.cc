@@ -210,6 +210,9 @@ void apply_typed(State& s, const Event& e) {
     }
   } else if (is<EvalFinished>(e)) {
     on_eval_finished(s, e, e.payload.get<EvalFinished>());
+  } else if (is<CandidateImported>(e)) {
+    auto p = e.payload.get<CandidateImported>();
+    s.candidates[p.candidate] = std::move(p.files);
   } else if (is<LedgerNoted>(e)) {
     auto p = e.payload.get<LedgerNoted>();
     LedgerEntry l;

@@ -92,6 +92,42 @@ class Coordinator {
           EventStore::open((branches[i].dir / "events.db").string(), EventStore::Mode::kOpen));
       used_.push_back(states[i].used);
     }
+    if (int b = best_branch(states); b >= 0) run_best_ = states[size_t(b)].best_score;
+  }
+
+  // The run's best (branch `from`'s best candidate) made known to branch `to`: its blobs copied
+  // into `to`'s store, then candidate.imported and a finding that says how to fork from it. A
+  // branch that already knows the candidate (it evaluated it, or got it before) is left alone.
+  void share_best(int from, const State& s, int64_t at_seq, int to, const State* to_state) {
+    const std::string& cand = s.best_candidate;
+    auto files = s.candidates.find(cand);
+    if (files == s.candidates.end() || !s.best_score) return;
+    if (to_state && to_state->candidates.count(cand)) return;
+    std::scoped_lock lock(mirror_mu_[size_t(from)], mirror_mu_[size_t(to)]);
+    for (const auto& [path, sha] : files->second) {
+      if (mirrors_[size_t(to)]->has_blob(sha)) continue;
+      std::optional<std::string> bytes = mirrors_[size_t(from)]->get_blob(sha);
+      if (!bytes) {
+        throw StoreError(fmt::format("branch {}: blob {} of candidate {} ({}) is missing", from,
+                                     sha, cand, path));
+      }
+      mirrors_[size_t(to)]->put_blob(*bytes);
+    }
+    events::CandidateImported imported;
+    imported.candidate = cand;
+    imported.files = files->second;
+    imported.from_branch = from;
+    imported.score = s.best_score;
+    events::LedgerNoted note;
+    note.kind = LedgerKind::kFinding;
+    const std::string short_hash = cand.substr(0, 12);
+    note.text = fmt::format(
+        "[branch {}] the run's best so far: {} {:.6g}, candidate {}; `revert` with candidate "
+        "\"{}\" forks your workspace from it",
+        from, s.goal.metric, *s.best_score, short_hash, short_hash);
+    note.from_branch = from;
+    note.from_seq = at_seq;
+    mirrors_[size_t(to)]->append_batch({make_event(imported), make_event(note)});
   }
 
   // A note of one branch copied into another branch's log, unless it already is (a resume after
@@ -121,6 +157,17 @@ class Coordinator {
         std::fflush(stdout);
       }
     }
+    if (is<events::EvalFinished>(e) && s.best_score &&
+        s.best_candidate == payload_of<events::EvalFinished>(e).candidate && new_run_best(s)) {
+      for (size_t j = 0; j < mirrors_.size(); ++j) {
+        if (int(j) == i) continue;
+        try {
+          share_best(i, s, e.seq, int(j), nullptr);
+        } catch (const std::exception& ex) {
+          spdlog::warn("branch {}: could not share its best with branch {}: {}", i, j, ex.what());
+        }
+      }
+    }
     if (is_own_shared_note(e)) {
       for (size_t j = 0; j < mirrors_.size(); ++j) {
         if (int(j) == i) continue;
@@ -131,6 +178,14 @@ class Coordinator {
         }
       }
     }
+  }
+
+  // Whether a branch's best beats the run's best so far (which it then becomes).
+  bool new_run_best(const State& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (run_best_ && !improves(s.goal.direction, *s.best_score, run_best_)) return false;
+    run_best_ = s.best_score;
+    return true;
   }
 
   BudgetUsed run_used(int i, const BudgetUsed& own) {
@@ -148,6 +203,7 @@ class Coordinator {
   std::deque<std::mutex> mirror_mu_;
   std::mutex mu_;
   std::vector<BudgetUsed> used_;
+  std::optional<double> run_best_;  // guarded by mu_
   std::mutex print_mu_;
 };
 
@@ -192,6 +248,12 @@ BranchesReport drive_branches(const std::vector<Branch>& branches, const Branche
     }
   }
   logs.clear();
+  // The run's best reaches every branch that does not know it yet (a crash cut its sharing short).
+  if (int b = best_branch(states); b >= 0) {
+    for (size_t j = 0; j < k; ++j) {
+      if (int(j) != b) coord.share_best(b, states[size_t(b)], 0, int(j), &states[j]);
+    }
+  }
 
   install_interrupt_handler();
   out.reports.resize(k);

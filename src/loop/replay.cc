@@ -153,9 +153,12 @@ std::vector<ExternalEvent> external_events(const std::vector<Event>& original) {
   int64_t steps = 0;
   for (const Event& e : original) {
     if (is_step(e)) ++steps;
+    // Also what the other branches of a run with branches wrote into this one (loop/branches.h):
+    // their notes' copies and their best candidates.
     const bool external =
         is<CompactionRequested>(e) || is<RunStopRequested>(e) ||
-        (is<GoalChanged>(e) && payload_of<GoalChanged>(e).verb != GoalVerb::kAutoPause);
+        (is<GoalChanged>(e) && payload_of<GoalChanged>(e).verb != GoalVerb::kAutoPause) ||
+        is<CandidateImported>(e) || (is<LedgerNoted>(e) && payload_of<LedgerNoted>(e).from_branch);
     if (external) out.push_back({steps, {e.type, e.payload}});
   }
   return out;
@@ -188,6 +191,9 @@ RunReport drive_replay(EventStore& store, const fs::path& to_dir,
                        ReplayPolicy& policy, bool quiet, State* final_state) {
   // External events come at step boundaries and, when the original got them while a model call
   // was in flight, while the replay's call is "in flight" (the policy is asked).
+  for (const Event& e : original) {
+    if (is<CandidateImported>(e)) copy_blobs(e, from, store);  // before it is injected
+  }
   std::function<void()> inject = replay_external_events(external_events(original), store);
   policy.set_on_ask(inject);
   DriveOptions options{quiet, logged_results(original, from, store)};

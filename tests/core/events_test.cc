@@ -131,6 +131,17 @@ TEST(Events, ExecutorAndBranchPayloadsRoundTrip) {
                    {ExecutorSlotQuarantined::kType, {{"slot", "gpu0"}, {"last_status", "meh"}}})),
                std::invalid_argument);
 
+  CandidateImported imp;
+  imp.candidate = "abc";
+  imp.files = {{"solution.txt", "0123"}, {"sub/a.h", "4567"}};
+  imp.from_branch = 2;
+  imp.score = 1.5;
+  EXPECT_EQ(json(round_trip(imp)), json(imp));
+  EXPECT_EQ(round_trip(imp).files, imp.files);
+  EXPECT_THROW(payload_of<CandidateImported>(event_of(
+                   {CandidateImported::kType, {{"candidate", "c"}, {"files", {{"a", 1}}}}})),
+               std::invalid_argument);
+
   LedgerNoted copy{LedgerKind::kDeadEnd, "[branch 1] x", 1, 12};
   EXPECT_EQ(json(round_trip(copy)), json(copy));
   LedgerNoted own = round_trip(LedgerNoted{LedgerKind::kFinding, "y"});

@@ -330,9 +330,10 @@ TEST(Branches, ResumeRestoresEveryBranch) {
   int copies = 0;
   for (const Event& e :
        events_of_type(load_events(branch_dir(run, 1)), events::LedgerNoted::kType)) {
-    if (payload_of<events::LedgerNoted>(e).from_branch == 0) ++copies;
+    const auto p = payload_of<events::LedgerNoted>(e);
+    if (p.from_branch == 0 && p.text == "[branch 0] F0") ++copies;
   }
-  EXPECT_EQ(copies, 1);
+  EXPECT_EQ(copies, 1) << "branch 0's finding copied once, whatever the kill cut short";
 }
 
 }  // namespace
@@ -384,6 +385,156 @@ TEST(Branches, TheBudgetIsTheRunsNotEachBranchs) {
   // A branch checks the run's use before each call; the other may finish the call it started.
   EXPECT_LE(calls, 13);
   EXPECT_GE(calls, 12);
+}
+
+// `marathon stop` on the run directory stops the run, so every branch: each pauses with reason
+// "stopped" at its next step, and the runner exits.
+TEST(Branches, StopOnTheRunDirStopsEveryBranch) {
+  TempDir dir("branches-stop");
+  fs::path run = dir / "run";
+  ScriptedLlmServer server([&](size_t, const json& request) {
+    int b = branch_of(request);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    json calls = json::array({tc("list_files", json::object())});
+    return b < 0 ? testing::openai_text("no branch") : testing::openai_tool_calls(calls);
+  });
+  constexpr int k = 3;
+  std::vector<std::string> args = {
+      MARATHON_BINARY,
+      "run",
+      (testing::source_dir() / "tests/loop/fixtures/slow-task").string(),
+      "--run-dir",
+      run.string(),
+      "--policy",
+      "llm",
+      "--model",
+      "vllm:scripted",
+      "--base-url",
+      server.base_url(),
+      "--branches",
+      std::to_string(k),
+      "--quiet"};
+  testing::Child c(args, {}, dir / "run.log");
+  auto working = [&](int b) {
+    try {
+      return testing::load_state(branch_dir(run, b)).used.tool_calls >= 2;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!(working(0) && working(1) && working(2)) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(working(0) && working(1) && working(2)) << testing::read_text(dir / "run.log");
+  ASSERT_EQ(run_binary({"stop", run.string(), "enough"}, {}, dir / "stop.log", 60), 0)
+      << testing::read_text(dir / "stop.log");
+  EXPECT_THAT(testing::read_text(dir / "stop.log"), HasSubstr("branch(es) 1, 2"));
+  std::optional<int> code = c.wait_for(60);
+  ASSERT_TRUE(code) << "the runner did not exit after the stop";
+  for (int b = 0; b < k; ++b) {
+    State s = testing::load_state(branch_dir(run, b));
+    EXPECT_TRUE(s.paused) << "branch " << b;
+    EXPECT_FALSE(s.done) << "branch " << b;
+    auto paused = events_of_type(load_events(branch_dir(run, b)), events::RunPaused::kType);
+    ASSERT_FALSE(paused.empty()) << "branch " << b;
+    EXPECT_EQ(payload_of<events::RunPaused>(paused.back()).reason, "stopped") << "branch " << b;
+  }
+}
+
+// A branch forks from another's best: when branch 0 reaches the run's best, branch 1 gets the
+// candidate (candidate.imported, its blobs) and a finding naming it; `revert` to it puts branch
+// 0's files in branch 1's workspace, and evaluating them there is served from branch 0's result.
+TEST(Branches, ABranchForksFromAnothersBest) {
+  TempDir dir("branches-fork-best");
+  fs::path run = dir / "run";
+  const std::string best_text = "value = 50\nsleep = 0\n";
+  // The request as JSON text: the note's quotes are escaped there.
+  static const std::regex fork_note("candidate \\\\?\"([0-9a-f]{12})\\\\?\" forks your workspace");
+  auto last_tool_output = [](const json& request) -> std::string {
+    const json& messages = request.at("messages");
+    for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
+      if (it->value("role", "") == "tool") return it->at("content").dump();
+    }
+    return "";
+  };
+  ScriptedLlmServer server([&](size_t, const json& request) {
+    int b = branch_of(request);
+    size_t turn = ScriptedLlmServer::assistant_turns(request);
+    json calls = json::array();
+    if (b == 0) {
+      if (turn == 0) {
+        calls.push_back(tc("write_file", {{"path", "solution.txt"}, {"content", best_text}}));
+        calls.push_back(tc("evaluate", {{"strategy", "fifty"}}));
+      } else {
+        calls.push_back(tc("finish", {{"summary", "done"}}));
+      }
+    } else if (b == 1) {
+      std::smatch m;
+      const std::string text = request.dump();
+      std::string last = last_tool_output(request);
+      if (turn == 0) {
+        calls.push_back(
+            tc("write_file", {{"path", "solution.txt"}, {"content", "value = 5\nsleep = 0\n"}}));
+        calls.push_back(tc("evaluate", {{"strategy", "five"}}));
+      } else if (last.find("workspace reverted") != std::string::npos) {
+        calls.push_back(tc("evaluate", {{"strategy", "branch 0's best"}}));
+      } else if (text.find("branch 0's best") != std::string::npos) {
+        calls.push_back(tc("finish", {{"summary", "forked"}}));
+      } else if (std::regex_search(text, m, fork_note)) {
+        calls.push_back(tc("revert", {{"candidate", m[1].str()}}));
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        calls.push_back(tc("list_files", json::object()));
+      }
+    }
+    return b < 0 ? testing::openai_text("no branch") : testing::openai_tool_calls(calls);
+  });
+  std::vector<std::string> args = {
+      "run",
+      (testing::source_dir() / "tests/loop/fixtures/slow-task").string(),
+      "--run-dir",
+      run.string(),
+      "--policy",
+      "llm",
+      "--model",
+      "vllm:scripted",
+      "--base-url",
+      server.base_url(),
+      "--branches",
+      "2",
+      "--max-tool-calls",
+      "200",
+      "--quiet"};
+  ASSERT_EQ(run_binary(args, {}, dir / "run.log", 300), 0) << testing::read_text(dir / "run.log");
+  State s0 = testing::load_state(branch_dir(run, 0));
+  State s1 = testing::load_state(branch_dir(run, 1));
+  ASSERT_TRUE(s0.best_score);
+  EXPECT_EQ(*s0.best_score, 50);
+  auto imported = events_of_type(load_events(branch_dir(run, 1)), events::CandidateImported::kType);
+  ASSERT_FALSE(imported.empty()) << "branch 1 never got branch 0's best";
+  const auto p = payload_of<events::CandidateImported>(imported.back());
+  EXPECT_EQ(p.candidate, s0.best_candidate);
+  EXPECT_EQ(p.from_branch, 0);
+  EXPECT_EQ(testing::read_text(branch_dir(run, 1) / "workspace" / "solution.txt"), best_text);
+  ASSERT_TRUE(s1.best_score) << testing::read_text(dir / "run.log");
+  EXPECT_EQ(*s1.best_score, 50) << "branch 1 continued from branch 0's best";
+  EXPECT_EQ(s1.best_candidate, s0.best_candidate);
+  EXPECT_EQ(s1.evaluations_executed, 1) << "branch 0's candidate was not evaluated again";
+  EXPECT_EQ(s0.evaluations_executed, 1);
+
+  // Each branch replays alone to its final state: what the other branch wrote into its log (the
+  // imported best, the note) is served as logged, and every evaluation from the log.
+  for (int b = 0; b < 2; ++b) {
+    fs::path log = dir / ("replay-" + std::to_string(b) + ".log");
+    ASSERT_EQ(run_binary({"replay", branch_dir(run, b).string(), "--run-dir",
+                          (dir / ("replay-" + std::to_string(b))).string(), "--quiet"},
+                         {}, log, 120),
+              0)
+        << testing::read_text(log);
+    EXPECT_THAT(testing::read_text(log), HasSubstr("final state matches the original"))
+        << "branch " << b;
+  }
 }
 
 }  // namespace
