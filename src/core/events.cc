@@ -643,11 +643,15 @@ constexpr const char* kAttempt = "attempt";
 constexpr const char* kCacheKey = "cache_key";
 constexpr const char* kCandidate = "candidate";
 
-void to_json(json& j, const ExecutorRef& p) { j = json{{kName, p.name}, {"where", p.where}}; }
+void to_json(json& j, const ExecutorRef& p) {
+  j = json{{kName, p.name}, {"where", p.where}};
+  put_nonempty(j, "node", p.node);
+}
 void from_json(const json& j, ExecutorRef& p) {
   PayloadReader r(j, EvalFinished::kType, std::string(kExecutor) + ".");
   p.name = r.opt_str(kName);
   p.where = r.opt_str("where");
+  p.node = r.opt_str("node");
 }
 
 void to_json(json& j, const EvalFinished& p) {
@@ -699,6 +703,8 @@ void to_json(json& j, const ExecutorJobLost& p) {
            {kReason, p.reason},
            {"logs_tail", p.logs_tail}};
   j[kRetry] = p.retry ? json(*p.retry) : json(nullptr);
+  put_nonempty(j, "node", p.node);
+  put_nonempty(j, "retry_node", p.retry_node);
 }
 void from_json(const json& j, ExecutorJobLost& p) {
   PayloadReader r(j, ExecutorJobLost::kType);
@@ -708,6 +714,8 @@ void from_json(const json& j, ExecutorJobLost& p) {
   p.reason = r.opt_str(kReason);
   p.logs_tail = r.opt_str("logs_tail");
   p.retry = r.maybe_str(kRetry);
+  p.node = r.opt_str("node");
+  p.retry_node = r.opt_str("retry_node");
 }
 
 void to_json(json& j, const ExecutorSlotQuarantined& p) {
@@ -1001,14 +1009,15 @@ const std::vector<TypeInfo>& all_types() {
       {EvalFinished::kType,
        EvalFinished::kVersion,
        {"candidate", "cache_key", "strategy", "cached", "shared?", "status", "result", "elapsed_s",
-        "gpu_s", "executor?{name, where}"}},
+        "gpu_s", "executor?{name, where, node?}"}},
       {EvalSubmitted::kType,
        EvalSubmitted::kVersion,
        {"executor", "submission_id", "attempt", "cache_key", "candidate", "entrypoint",
         "num_gpus"}},
       {ExecutorJobLost::kType,
        ExecutorJobLost::kVersion,
-       {"executor", "submission_id", "attempt", "reason", "logs_tail", "retry"}},
+       {"executor", "submission_id", "attempt", "reason", "logs_tail", "retry", "node?",
+        "retry_node?"}},
       {ExecutorSlotQuarantined::kType,
        ExecutorSlotQuarantined::kVersion,
        {"executor", "slot", "faults_in_a_row", "last_status", "healthy_slots"}},

@@ -277,6 +277,7 @@ struct WorkspaceWritten {
 struct ExecutorRef {
   std::string name;   // "local" | "ray://HOST:PORT"
   std::string where;  // the local slot ("gpu0", "cpu1") or the Ray submission id
+  std::string node;   // Ray: the node the job ran on (its IP; "" when unknown)
   bool operator==(const ExecutorRef&) const = default;
 };
 
@@ -322,6 +323,8 @@ struct ExecutorJobLost {
   std::string reason;
   std::string logs_tail;             // the end of the job's logs ("" when none could be read)
   std::optional<std::string> retry;  // the next attempt's submission id; null: given up
+  std::string node;                  // the node it was lost on ("" when unknown)
+  std::string retry_node;  // the node the retry is pinned to ("": any node; none other is alive)
 };
 
 // A local slot (a GPU) whose evaluations faulted or hung twice in a row: no evaluation is given to

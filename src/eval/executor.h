@@ -75,6 +75,7 @@ struct SlotUsage {
 struct ExecutedEval {
   EvalOutcome outcome;
   std::string where;  // the slot or the Ray submission id that produced the outcome
+  std::string node;   // Ray: the node (its IP, else its id) the job ran on; "" when unknown
 };
 
 class Executor {

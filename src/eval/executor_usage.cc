@@ -8,11 +8,14 @@ void UsageTally::add(const Event& e) {
   if (!is<events::EvalFinished>(e)) return;
   const auto p = payload_of<events::EvalFinished>(e);
   if (p.cached || !p.executor) return;
-  // A local executor's slots are told apart; a Ray cluster counts as one.
+  // A local executor's slots are told apart, and a Ray cluster's nodes (a log written before
+  // nodes were recorded counts the cluster as one).
   std::string why;
   std::optional<ExecutorSpec> spec = parse_executor(p.executor->name, &why);
   bool local = spec && spec->kind == ExecutorKind::kLocal;
-  std::string slot = local ? p.executor->where : p.executor->name;
+  std::string slot = local                      ? p.executor->where
+                     : p.executor->node.empty() ? p.executor->name
+                                                : "ray node " + p.executor->node;
   if (slot.empty()) return;
   SlotUsage& u = slots_[slot];
   u.name = slot;

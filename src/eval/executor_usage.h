@@ -1,6 +1,7 @@
 // Executor utilisation read back from a run's log (what `status` and the dashboard show): each
 // executed evaluation's eval.finished names where it ran (executor{name, where}) and how long it
-// took (elapsed_s). A local slot is tallied by its name (gpu0, cpu1); a Ray cluster as a whole.
+// took (elapsed_s). A local slot is tallied by its name (gpu0, cpu1); a Ray job by its node
+// ("ray node <ip>").
 #pragma once
 
 #include <map>

@@ -153,6 +153,9 @@ RayExecutor::Followed RayExecutor::follow(const std::string& id, const EvalReque
     silent_since = 0;
     f.state = job_state(job->value("status", ""));
     f.message = job->value("message", "");
+    if (job->contains("driver_node_id") && (*job)["driver_node_id"].is_string()) {
+      f.node_id = (*job)["driver_node_id"].get<std::string>();
+    }
     if (terminal(f.state)) break;
     if (f.state == JobState::kRunning && running_since == 0) running_since = now_s();
     bool late = running_since != 0 ? now_s() - running_since > timeout + 120
@@ -182,9 +185,24 @@ RayExecutor::Followed RayExecutor::follow(const std::string& id, const EvalReque
   return f;
 }
 
+std::vector<RayNode> RayExecutor::nodes() const {
+  std::string error;
+  std::optional<json> answer = api_.nodes(&error);
+  return answer ? ray_nodes(*answer) : std::vector<RayNode>{};
+}
+
+std::string RayExecutor::node_name(const std::string& node_id) const {
+  if (node_id.empty()) return "";
+  for (const RayNode& n : nodes()) {
+    if (n.id == node_id && !n.ip.empty()) return n.ip;
+  }
+  return node_id.substr(0, 12);
+}
+
 ExecutedEval RayExecutor::evaluate(const EvalRequest& r, const EventSink& log) {
   ExecutedEval out;
   std::optional<std::string> package_uri;
+  std::optional<RayNode> pinned;  // the retry's node, away from the one the job was lost on
   double t0 = now_s();
   for (int attempt = 0; attempt < kRayAttempts; ++attempt) {
     std::string id = ray_submission_id(r.id, attempt);
@@ -227,6 +245,7 @@ ExecutedEval RayExecutor::evaluate(const EvalRequest& r, const EventSink& log) {
         package_uri = "gcs://" + name;
       }
       json body = ray_submit_body(r, id, *package_uri, spec_.worker_binary);
+      if (pinned) pin_to_node(body, pinned->ip);
       if (log) {
         events::EvalSubmitted sub;
         sub.executor = spec_.to_string();
@@ -247,6 +266,7 @@ ExecutedEval RayExecutor::evaluate(const EvalRequest& r, const EventSink& log) {
       }
     }
     Followed f = follow(id, r);
+    out.node = node_name(f.node_id);
     if (f.result) {
       const json& j = *f.result;
       out.outcome.status =
@@ -271,7 +291,11 @@ ExecutedEval RayExecutor::evaluate(const EvalRequest& r, const EventSink& log) {
                                      f.state == JobState::kStopped ? "stopped" : "failed",
                                      f.message.empty() ? "(no message)" : f.message);
     bool retry = attempt + 1 < kRayAttempts;
-    spdlog::warn("ray executor: {}{}", reason, retry ? "; retrying once" : "");
+    if (retry) pinned = other_node(nodes(), f.node_id);
+    spdlog::warn("ray executor: {}{}", reason,
+                 !retry   ? ""
+                 : pinned ? "; retrying once on node " + pinned->ip
+                          : "; retrying once (no other node is alive)");
     if (log) {
       events::ExecutorJobLost lost;
       lost.executor = spec_.to_string();
@@ -280,6 +304,8 @@ ExecutedEval RayExecutor::evaluate(const EvalRequest& r, const EventSink& log) {
       lost.reason = reason;
       lost.logs_tail = f.logs_tail;
       if (retry) lost.retry = ray_submission_id(r.id, attempt + 1);
+      lost.node = out.node;
+      if (pinned) lost.retry_node = pinned->ip;
       log(make_event(lost));
     }
     if (!retry) {
@@ -291,14 +317,19 @@ ExecutedEval RayExecutor::evaluate(const EvalRequest& r, const EventSink& log) {
   }
   double busy = out.outcome.elapsed_s > 0 ? out.outcome.elapsed_s : now_s() - t0;
   std::lock_guard<std::mutex> lock(mu_);
-  evaluations_ += 1;
-  busy_s_ += busy;
+  const std::string slot = out.node.empty() ? spec_.to_string() : "ray node " + out.node;
+  SlotUsage& u = usage_[slot];
+  u.name = slot;
+  u.evaluations += 1;
+  u.busy_s += busy;
   return out;
 }
 
 std::vector<SlotUsage> RayExecutor::usage() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return {SlotUsage{spec_.to_string(), false, evaluations_, busy_s_}};
+  std::vector<SlotUsage> out;
+  for (const auto& [name, u] : usage_) out.push_back(u);
+  return out;
 }
 
 }  // namespace marathon::eval

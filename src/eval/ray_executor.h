@@ -15,6 +15,7 @@
 // outcome is a crash saying so.
 #pragma once
 
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -53,15 +54,19 @@ class RayExecutor : public Executor {
     std::string message;  // Ray's message for the job
     std::optional<json> result;
     std::string logs_tail;
+    std::string node_id;  // the node the job's entrypoint ran on (Ray's driver_node_id)
   };
   Followed follow(const std::string& submission_id, const EvalRequest& request) const;
+  // The cluster's nodes as the head lists them now (empty when it cannot say).
+  std::vector<RayNode> nodes() const;
+  // A node's IP for the usage tally and the log (its id when the head does not list it).
+  std::string node_name(const std::string& node_id) const;
 
   ExecutorSpec spec_;
   RayJobsApi api_;
   double poll_s_;
   mutable std::mutex mu_;
-  int64_t evaluations_ = 0;
-  double busy_s_ = 0;
+  std::map<std::string, SlotUsage> usage_;  // per node name ("ray node <ip>")
 };
 
 }  // namespace marathon::eval

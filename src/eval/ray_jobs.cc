@@ -95,6 +95,54 @@ std::optional<json> RayJobsApi::job(const std::string& id, std::string* error) c
   return j;
 }
 
+std::optional<json> RayJobsApi::nodes(std::string* error) const {
+  HttpReply r = http_call("GET", base_ + "/api/v0/nodes?limit=10000", "", "", timeout_s_);
+  if (r.status != 200) {
+    *error = r.status == 0 ? r.error : short_body(r);
+    return std::nullopt;
+  }
+  json j = json::parse(r.body, nullptr, false);
+  if (!j.is_object()) {
+    *error = "the node list is not a JSON object";
+    return std::nullopt;
+  }
+  return j;
+}
+
+std::vector<RayNode> ray_nodes(const json& answer) {
+  std::vector<RayNode> out;
+  const json* list = &answer;
+  for (const char* k : {"data", "result", "result"}) {
+    if (!list->is_object() || !list->contains(k)) return out;
+    list = &(*list)[k];
+  }
+  if (!list->is_array()) return out;
+  for (const json& n : *list) {
+    if (!n.is_object()) continue;
+    RayNode node;
+    if (n.contains("node_id") && n["node_id"].is_string()) node.id = n["node_id"];
+    if (n.contains("node_ip") && n["node_ip"].is_string()) node.ip = n["node_ip"];
+    node.alive = n.contains("state") && n["state"] == "ALIVE";
+    if (!node.id.empty()) out.push_back(std::move(node));
+  }
+  return out;
+}
+
+std::optional<RayNode> other_node(const std::vector<RayNode>& nodes, const std::string& lost_id) {
+  std::string lost_ip;
+  for (const RayNode& n : nodes) {
+    if (n.id == lost_id) lost_ip = n.ip;
+  }
+  for (const RayNode& n : nodes) {
+    if (n.alive && n.id != lost_id && !n.ip.empty() && n.ip != lost_ip) return n;
+  }
+  return std::nullopt;
+}
+
+void pin_to_node(json& request, const std::string& ip) {
+  request["entrypoint_resources"] = {{"node:" + ip, 0.001}};
+}
+
 bool RayJobsApi::package_exists(const std::string& name, std::string* error) const {
   HttpReply r = http_call("GET", base_ + "/api/packages/gcs/" + name, "", "", timeout_s_);
   if (r.status == 200) return true;

@@ -43,6 +43,8 @@ class RayJobsApi {
   std::optional<std::string> logs(const std::string& submission_id, std::string* error) const;
   bool stop(const std::string& submission_id, std::string* error) const;
   std::optional<std::vector<json>> list(std::string* error) const;
+  // The cluster's nodes (the state API's GET /api/v0/nodes), nullopt on a failure (*error).
+  std::optional<json> nodes(std::string* error) const;
 
  private:
   std::string base_;
@@ -53,6 +55,23 @@ class RayJobsApi {
 // that is a JSON object holding `eval_status` and this candidate hash. nullopt when there is none
 // (the job died before printing it, or it evaluated other files).
 std::optional<json> eval_result_from_logs(const std::string& logs, const std::string& candidate);
+
+struct RayNode {
+  std::string id;
+  std::string ip;
+  bool alive = false;
+};
+
+// Pure: the nodes of a GET /api/v0/nodes answer ({data: {result: {result: [{node_id, node_ip,
+// state}]}}}); empty when it has another shape.
+std::vector<RayNode> ray_nodes(const json& answer);
+
+// Pure: an alive node to retry a lost job on, other than the one it was lost on (told apart by
+// IP, since a job is pinned through the node's `node:<ip>` resource); nullopt when there is none.
+std::optional<RayNode> other_node(const std::vector<RayNode>& nodes, const std::string& lost_id);
+
+// Pure: the job request pinned to a node (entrypoint_resources {"node:<ip>": 0.001}).
+void pin_to_node(json& request, const std::string& ip);
 
 // Pure: the text quoted for a POSIX shell (single quotes).
 std::string shell_quote(const std::string& s);

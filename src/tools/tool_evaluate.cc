@@ -186,7 +186,7 @@ class EvaluateTool : public Tool {
         req.id = ctx.call_key;
         eval::ExecutedEval x = ctx.executor->evaluate(req, ctx.log_now);
         o = std::move(x.outcome);
-        p.executor = events::ExecutorRef{ctx.executor->spec().to_string(), x.where};
+        p.executor = events::ExecutorRef{ctx.executor->spec().to_string(), x.where, x.node};
       } else {
         o = eval::run_evaluator(task, ctx.workspace);
       }

@@ -96,7 +96,7 @@ TEST(Events, ExecutorAndBranchPayloadsRoundTrip) {
   ef.cached = true;
   ef.shared = true;
   ef.status = EvalStatus::kTimeout;
-  ef.executor = ExecutorRef{"ray://h:8265", "marathon-r-7-0"};
+  ef.executor = ExecutorRef{"ray://h:8265", "marathon-r-7-0", "10.0.0.3"};
   EvalFinished ef2 = round_trip(ef);
   EXPECT_EQ(json(ef2), json(ef));
   EXPECT_TRUE(ef2.shared);
@@ -118,7 +118,10 @@ TEST(Events, ExecutorAndBranchPayloadsRoundTrip) {
   EXPECT_TRUE(json(lost).at("retry").is_null()) << "given up: retry is null";
   EXPECT_FALSE(round_trip(lost).retry);
   lost.retry = "marathon-r-7-2";
+  lost.node = "10.0.0.3";
+  lost.retry_node = "10.0.0.4";
   EXPECT_EQ(json(round_trip(lost)), json(lost));
+  EXPECT_EQ(round_trip(lost).retry_node, "10.0.0.4");
 
   ExecutorSlotQuarantined q;
   q.slot = "gpu1";

@@ -71,6 +71,33 @@ TEST(RaySubmission, BodyAsksForAGpuWhenTheTaskNeedsOne) {
             "'marathon' eval task --candidate candidate --json --unsafe-no-sandbox --timeout 5");
 }
 
+// The state API's node list (the shape Ray 2.60's GET /api/v0/nodes answers) and the choice of a
+// node to retry a lost job on: alive, and not the lost job's node nor another on its IP.
+TEST(RayNodes, ARetryGoesToAnotherAliveNode) {
+  json answer = json::parse(R"({"result": true, "msg": "", "data": {"result": {"total": 4,
+    "result": [
+      {"node_id": "aaa", "node_ip": "10.0.0.1", "state": "ALIVE", "is_head_node": true},
+      {"node_id": "bbb", "node_ip": "10.0.0.1", "state": "ALIVE"},
+      {"node_id": "ccc", "node_ip": "10.0.0.2", "state": "DEAD"},
+      {"node_id": "ddd", "node_ip": "10.0.0.3", "state": "ALIVE"},
+      {"node_ip": "10.0.0.9", "state": "ALIVE"}]}}})");
+  std::vector<RayNode> nodes = ray_nodes(answer);
+  ASSERT_EQ(nodes.size(), 4u) << "a node without an id is skipped";
+  EXPECT_TRUE(nodes[0].alive);
+  EXPECT_FALSE(nodes[2].alive);
+  std::optional<RayNode> other = other_node(nodes, "aaa");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->id, "ddd") << "bbb shares aaa's IP, ccc is dead";
+  EXPECT_FALSE(other_node({nodes[0], nodes[1]}, "aaa")) << "no node on another IP";
+  EXPECT_EQ(other_node(nodes, "")->id, "aaa") << "lost on an unknown node: any alive node";
+  EXPECT_TRUE(ray_nodes(json::parse(R"({"data": {"result": 3}})")).empty());
+  EXPECT_TRUE(ray_nodes(json::array()).empty());
+
+  json body = {{"entrypoint", "x"}};
+  pin_to_node(body, "10.0.0.3");
+  EXPECT_EQ(body["entrypoint_resources"], (json{{"node:10.0.0.3", 0.001}}));
+}
+
 TEST(ShellQuote, SingleQuotesSurvive) {
   EXPECT_EQ(shell_quote("a'b"), "'a'\\''b'");
   EXPECT_EQ(shell_quote("$(x)"), "'$(x)'");

@@ -297,6 +297,8 @@ TEST(RayExecutor, KilledRunnerAndKilledWorkerNeitherPayTwiceNorLoseTheEvaluation
   const auto lost0 = payload_of<events::ExecutorJobLost>(lost[0]);
   EXPECT_EQ(lost0.submission_id, second_id);
   EXPECT_EQ(lost0.retry, retry_id);
+  EXPECT_FALSE(lost0.node.empty()) << "the node the job was lost on is named";
+  EXPECT_EQ(lost0.retry_node, "") << "a one-node cluster has no other node to pin the retry to";
 
   // Both evaluations finished ok from their jobs; each candidate was evaluated exactly once.
   std::vector<Event> fin = events_of_type(events, events::EvalFinished::kType);
@@ -307,6 +309,7 @@ TEST(RayExecutor, KilledRunnerAndKilledWorkerNeitherPayTwiceNorLoseTheEvaluation
     EXPECT_EQ(f.result["score"], i == 0 ? 2 : 4);
     ASSERT_TRUE(f.executor);
     EXPECT_EQ(f.executor->where, i == 0 ? first_id : retry_id);
+    EXPECT_FALSE(f.executor->node.empty()) << "the node the job ran on";
   }
   std::vector<std::string> marks = read_lines(marker);
   EXPECT_EQ(std::count(marks.begin(), marks.end(), sha256_hex(kFirst)), 1);
