@@ -89,6 +89,80 @@ TEST(EndToEnd, ReplayReproducesTheFinalStateWithZeroModelCallsAndNoEvaluations) 
   EXPECT_EQ(read_text(replay / "workspace/solution.txt"), "value = 5\n");
 }
 
+// Anthropic's pause_turn through real HTTP: the paused reply goes back as the request's last
+// message, as it is (no goal turn, no note, no user text after it), the model carries on, and the
+// replay reaches the same end with no request to the server.
+TEST(EndToEnd, AnAnthropicPausedTurnIsContinuedAsItIsAndReplaysWithNoRequest) {
+  TempDir dir("e2e-pause-turn");
+  using testing::anthropic_tool_use;
+  auto write = [](const std::string& id, const std::string& text) {
+    return json{{"id", id},
+                {"name", "write_file"},
+                {"arguments", {{"path", "solution.txt"}, {"content", text}}}};
+  };
+  const std::string paused_text = "The value could go higher; let me keep working on it.";
+  ScriptedResponse paused = testing::anthropic_text(paused_text);
+  paused.body["stop_reason"] = "pause_turn";
+  ScriptedLlmServer server(std::vector<ScriptedResponse>{
+      anthropic_tool_use(json::array({write("toolu_w1", "value = 4\n")}), "Start at 4."),
+      paused,
+      anthropic_tool_use(
+          json::array({json{
+              {"id", "toolu_e"}, {"name", "evaluate"}, {"arguments", {{"strategy", "value 4"}}}}}),
+          " So: evaluate 4."),
+      anthropic_tool_use(json::array(
+          {json{{"id", "toolu_f"}, {"name", "finish"}, {"arguments", {{"summary", "value 4"}}}}})),
+  });
+  fs::path run = dir / "run", replay = dir / "replay";
+  std::map<std::string, std::string> env = testing::eval_marker_env(dir / "marks" / "marker");
+  int rc = run_binary(
+      {"run", testing::tiny_task().string(), "--run-dir", run.string(), "--policy", "llm",
+       "--model", "anthropic:claude-scripted", "--base-url", server.base_url(), "--quiet"},
+      env, dir / "log");
+  ASSERT_EQ(rc, 0) << read_text(dir / "log");
+  State s = load_state(run);
+  EXPECT_EQ(s.finish_reason, "finish");
+  ASSERT_EQ(server.request_count(), 4u);
+  std::vector<testing::RecordedRequest> reqs = server.requests();
+  EXPECT_EQ(reqs[1].path, "/v1/messages");
+  // The request after the pause ends with the paused turn, exactly as it came (a cache
+  // breakpoint marks the end of the transcript, as in every request).
+  const json& continued = reqs[2].body["messages"];
+  json last = continued.back();
+  ASSERT_EQ(last["content"].size(), 1u);
+  last["content"][0].erase("cache_control");
+  EXPECT_EQ(last,
+            json({{"role", "assistant"},
+                  {"content", json::array({json{{"type", "text"}, {"text", paused_text}}})}}));
+  // Before it, the same conversation as the paused request minus its live tail: the tool result
+  // alone.
+  const json& before = reqs[1].body["messages"];
+  ASSERT_EQ(continued.size(), before.size() + 1);
+  for (size_t i = 0; i + 1 < before.size(); ++i) EXPECT_EQ(continued[i], before[i]) << i;
+  EXPECT_EQ(continued[before.size() - 1]["content"].size(), 1u);
+  EXPECT_EQ(continued[before.size() - 1]["content"][0]["type"], "tool_result");
+  std::vector<Event> events = load_events(run);
+  EXPECT_TRUE(events_of_type(events, "user.message").empty()) << "no goal turn and no note";
+  auto responses = events_of_type(events, "model.response");
+  ASSERT_EQ(responses.size(), 4u);
+  EXPECT_EQ(responses[1].payload["finish_reason"], "pause_turn");
+  EXPECT_EQ(s.evaluations, 1);
+
+  ASSERT_EQ(run_binary({"replay", run.string(), "--run-dir", replay.string(), "--quiet"}, env,
+                       dir / "replay.log"),
+            0)
+      << read_text(dir / "replay.log");
+  EXPECT_NE(read_text(dir / "replay.log").find("matches the original"), std::string::npos);
+  EXPECT_EQ(server.request_count(), 4u) << "the replay made a model call";
+  EXPECT_EQ(comparable_state(load_state(replay)), comparable_state(s));
+  auto sent = events_of_type(events, "model.request");
+  auto replayed = events_of_type(load_events(replay), "model.request");
+  ASSERT_EQ(replayed.size(), sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) {
+    EXPECT_EQ(replayed[i].payload["prompt_sha"], sent[i].payload["prompt_sha"]) << i;
+  }
+}
+
 TEST(EndToEnd, BadToolCallsThroughTheLoopAreAnsweredAsErrorsAndNothingEscapesTheWorkspace) {
   TempDir dir("e2e-bad");
   ScriptedLlmServer server([](size_t, const json& request) {
