@@ -89,6 +89,64 @@ TEST(EndToEnd, ReplayReproducesTheFinalStateWithZeroModelCallsAndNoEvaluations) 
   EXPECT_EQ(read_text(replay / "workspace/solution.txt"), "value = 5\n");
 }
 
+// What `marathon status` (and --json) of a replay says it spent: the budget figures count the
+// original's spend again (the replay stops where the original did), and say so.
+TEST(EndToEnd, AReplaysStatusAndReportSayTheSpendIsTheOriginalsAndTheReplaySpentNothing) {
+  TempDir dir("e2e-replay-spend");
+  ScriptedLlmServer server = tiny_server();
+  fs::path run = dir / "run", replay = dir / "replay";
+  std::map<std::string, std::string> env = testing::eval_marker_env(dir / "marks" / "marker");
+  ASSERT_EQ(run_binary(tiny_run_args(run, server.base_url()), env, dir / "log"), 0)
+      << read_text(dir / "log");
+  ASSERT_EQ(run_binary({"replay", run.string(), "--run-dir", replay.string(), "--quiet"}, env,
+                       dir / "replay.log"),
+            0)
+      << read_text(dir / "replay.log");
+  const State original = load_state(run);
+  const std::string tokens =
+      std::to_string(original.used.prompt_tokens + original.used.completion_tokens);
+  const std::string spent_note = "this replay: $0, 0 tokens, 0 model calls";
+  EXPECT_NE(read_text(dir / "replay.log").find(spent_note), std::string::npos)
+      << read_text(dir / "replay.log");
+
+  ASSERT_EQ(run_binary({"status", replay.string()}, {}, dir / "status.txt"), 0);
+  const std::string status = read_text(dir / "status.txt");
+  EXPECT_NE(status.find("replayed from " + original.run_id + ": the original spent $"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find(tokens + " tokens in " + std::to_string(kTinyTurns) + " model calls"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find(spent_note), std::string::npos) << status;
+
+  ASSERT_EQ(run_binary({"status", replay.string(), "--json"}, {}, dir / "status.json"), 0);
+  const json j = json::parse(read_text(dir / "status.json"));
+  EXPECT_EQ(j["replay_of"], original.run_id);
+  EXPECT_EQ(j["budget"]["replayed"], true);
+  EXPECT_EQ(j["budget"]["used"]["model_calls"], kTinyTurns) << "what the budgets count";
+  EXPECT_EQ(j["budget"]["spent_by_this_run"],
+            json({{"model_calls", 0}, {"tokens", 0}, {"cost_usd", 0.0}, {"gpu_s", 0.0}}));
+
+  // The original says nothing of the kind, and spent what it counts.
+  ASSERT_EQ(run_binary({"status", run.string(), "--json"}, {}, dir / "original.json"), 0);
+  const json o = json::parse(read_text(dir / "original.json"));
+  EXPECT_TRUE(o["replay_of"].is_null());
+  EXPECT_EQ(o["budget"]["replayed"], false);
+  EXPECT_EQ(o["budget"]["spent_by_this_run"]["model_calls"], kTinyTurns);
+  EXPECT_EQ(o["budget"]["spent_by_this_run"]["tokens"], std::stoll(tokens));
+  ASSERT_EQ(run_binary({"status", run.string()}, {}, dir / "original.txt"), 0);
+  EXPECT_EQ(read_text(dir / "original.txt").find("replay"), std::string::npos);
+
+  // The report's budget view carries the same note.
+  ASSERT_EQ(run_binary({"report", replay.string(), "-o", (dir / "report.html").string()}, {},
+                       dir / "report.log"),
+            0)
+      << read_text(dir / "report.log");
+  const std::string html = read_text(dir / "report.html");
+  EXPECT_NE(html.find("\"replayed\":true"), std::string::npos);
+  EXPECT_NE(html.find(spent_note), std::string::npos);
+}
+
 // Anthropic's pause_turn through real HTTP: the paused reply goes back as the request's last
 // message, as it is (no goal turn, no note, no user text after it), the model carries on, and the
 // replay reaches the same end with no request to the server.
