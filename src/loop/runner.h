@@ -12,7 +12,8 @@
 //        model.response appended before anything acts on it, in one transaction with the first
 //        call's tool.started (that call then runs at once) unless a stop or a budget note is due;
 //        a stop without `finish` while the goal is open starts a goal turn (user.message); too
-//        many idle turns pause the goal
+//        many idle turns pause the goal. A turn the provider paused is no stop: the next prompt
+//        ends with it, as it is. The calls after an accepted `finish` are answered as not run
 #pragma once
 
 #include <filesystem>
