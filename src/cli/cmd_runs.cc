@@ -67,12 +67,16 @@ int do_runs(const RunsOptions& o) {
     std::string best = num(r["best_score"]) + " / " + num(r["goal"]["target"]);
     std::string last =
         r["last_event"].value("type", "") + " " + age(r["last_event"].value("age_s", 0.0)) + " ago";
+    // A replay spent nothing itself: its cost gauge counts the original's spend again.
+    std::string cost =
+        b.value("replayed", false)
+            ? fmt::format("${:.2f} (replay)", b["spent_by_this_run"].value("cost_usd", 0.0))
+            : used_of(b["cost_usd"], "${:.2f}");
     std::printf("%-28s %-12s %-9s %-17s %5lld %-16s %-10s %-9s %s\n", r.value("id", "").c_str(),
                 r.value("task", "").c_str(), r.value("phase", "").c_str(), best.c_str(),
                 static_cast<long long>(r.value("evaluations", int64_t{0})),
                 used_of(b["tool_calls"], "{:.0f}").c_str(),
-                age(b["wall_s"].value("used", 0.0)).c_str(),
-                used_of(b["cost_usd"], "${:.2f}").c_str(), last.c_str());
+                age(b["wall_s"].value("used", 0.0)).c_str(), cost.c_str(), last.c_str());
   }
   return 0;
 }

@@ -55,6 +55,7 @@ std::string human(const State& s) {
                    limit(double(u.prompt_tokens + u.completion_tokens), double(l.max_tokens)),
                    limit(u.cost_usd, l.max_cost_usd, " USD"), limit(u.wall_s, l.max_wall_s, " s"),
                    limit(u.gpu_s, l.max_gpu_s, " s")));
+  if (std::string note = replay_spend_note(s); !note.empty()) line("replay     " + note);
   if (u.prompt_tokens > 0) {
     line(
         fmt::format("cache      {:.1f}% of prompt tokens read from the provider's prompt cache ({} "

@@ -163,7 +163,7 @@ int64_t plan_unit_cut(const PreparedUnit& u, int64_t elided_through, int64_t tar
   }
   if (cuts.empty()) return u.tokens_at(elided_through);
   plan.cut_units.push_back(u.first_seq);
-  Unit raw{u.first_seq, u.last_seq, {}};
+  Unit raw{u.first_seq, u.last_seq, {}, u.paused_turn};
   for (const PreparedMessage& m : u.messages) raw.messages.push_back(m.raw);
   return prepare_unit(std::move(raw), config, cuts).tokens_at(elided_through);
 }

@@ -144,8 +144,15 @@ int64_t tail_tokens(const Layout& l, int64_t omitted) {
   return t;
 }
 
+// The newest unit is a turn the provider paused: the prompt ends with it, with no live tail, so the
+// model carries on from it (the newest unit is always sent).
+bool ends_with_paused_turn(const Layout& l) {
+  return !l.units.empty() && l.units.back().paused_turn;
+}
+
 int64_t fixed_tokens(const Layout& l, const ContextView& v, int64_t omitted) {
-  return 3 + l.tools_tokens + 4 + l.rules_tokens + kickoff_tokens(l, v) + tail_tokens(l, omitted);
+  return 3 + l.tools_tokens + 4 + l.rules_tokens + kickoff_tokens(l, v) +
+         (ends_with_paused_turn(l) ? 0 : tail_tokens(l, omitted));
 }
 
 }  // namespace
@@ -196,10 +203,15 @@ Prompt build_prompt(PromptCache& cache, const State& state, const std::vector<Ev
   auto& messages = p.messages.get_ref<json::array_t&>();
   messages[0] = json{{"role", "system"}, {"content", l.rules}};
   messages[1] = json{{"role", "user"}, {"content", join_kickoff(l, v)}};
-  messages.back() = json{{"role", "user"}, {"content", join_tail(l, p.units_omitted)}};
+  const bool tail = !ends_with_paused_turn(l);
+  if (tail) {
+    messages.back() = json{{"role", "user"}, {"content", join_tail(l, p.units_omitted)}};
+  } else {
+    messages.pop_back();  // the paused turn goes back last, as it is
+  }
   // Cache breakpoints: the end of the stable prefix (system, task and summary), the end of the
   // previous step's transcript (where the last request's cache ends) and the end of this one's.
-  const int64_t last_unit = static_cast<int64_t>(messages.size()) - 2;
+  const int64_t last_unit = static_cast<int64_t>(messages.size()) - (tail ? 2 : 1);
   p.cache_breakpoints = {0, 1};
   if (l.units.size() > static_cast<size_t>(p.units_omitted)) {
     const int64_t previous_end = last_unit - static_cast<int64_t>(l.units.back().messages.size());
@@ -219,8 +231,10 @@ Prompt build_prompt(PromptCache& cache, const State& state, const std::vector<Ev
       sha.add(m.sent_dump(v.elided_through));
     }
   }
-  sha.add(",");
-  sha.add(messages.back().dump());
+  if (tail) {
+    sha.add(",");
+    sha.add(messages.back().dump());
+  }
   sha.add("]");
   p.sha256 = sha.hex();
   return p;

@@ -13,7 +13,9 @@
 //         between compactions; tool outputs at or before the elision point become
 //         `[output elided: recall(seq=N)]`
 //   [n-1] user: the live tail: the ledger view, the goal block (budget figures, best score) and,
-//         when units were left out, a note saying so; rebuilt every request
+//         when units were left out, a note saying so; rebuilt every request. Left out while the
+//         newest unit is a turn the provider paused (Unit::paused_turn): that assistant message
+//         then ends the prompt, as it is, and the model carries on from it
 // If the result would still exceed the hard threshold, the oldest units are left out (counted in
 // the tail) and oversized outputs are cut, so no request is ever sent above hard * window.
 #pragma once

@@ -119,6 +119,7 @@ PreparedUnit prepare_unit(Unit unit, const ContextConfig& config, const CutMap& 
   PreparedUnit u;
   u.first_seq = unit.first_seq;
   u.last_seq = unit.last_seq;
+  u.paused_turn = unit.paused_turn;
   u.messages.reserve(unit.messages.size());
   for (TranscriptMessage& raw : unit.messages) {
     PreparedMessage m;
@@ -264,7 +265,7 @@ void PromptCache::apply_new_cuts(const CutMap& before) {
     bool hit = false;
     for (const PreparedMessage& m : u.messages) hit = hit || changed(m.raw.seq);
     if (!hit) continue;
-    Unit raw{u.first_seq, u.last_seq, {}};
+    Unit raw{u.first_seq, u.last_seq, {}, u.paused_turn};
     for (PreparedMessage& m : u.messages) raw.messages.push_back(std::move(m.raw));
     u = prepare_unit(std::move(raw), config_, log_.cuts);
     any = true;

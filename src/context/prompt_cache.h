@@ -70,6 +70,7 @@ struct PreparedUnit {
   int64_t elided_tokens = 0;     // raw tokens with every elidable output elided
   int64_t min_elidable_seq = 0;  // seqs of the elidable outputs (0, 0: none)
   int64_t max_elidable_seq = 0;
+  bool paused_turn = false;  // Unit::paused_turn
 
   // Raw tokens of the unit as sent with outputs at seq <= elided_through elided.
   int64_t tokens_at(int64_t elided_through) const;

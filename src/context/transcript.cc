@@ -27,7 +27,17 @@ json canonical_tool_call(const json& call) {
 
 std::string call_id_of(const json& canonical_call) { return str_or_empty(canonical_call, "id"); }
 
+bool has_tool_calls(const json& m) {
+  return m.contains("tool_calls") && m.at("tool_calls").is_array() && !m.at("tool_calls").empty();
+}
+
+bool has_thinking(const json& m) {
+  auto t = m.find("thinking_blocks");
+  return t != m.end() && t->is_array() && !t->empty();
+}
+
 // The assistant message of a conversation turn (not a summariser call, not a failed call), or null.
+// A paused turn (pause_turn) is kept with thinking alone: it goes back as it is.
 const json* conversation_message(const Event& e, events::ModelResponse* p) {
   if (!is<events::ModelResponse>(e)) return nullptr;
   *p = payload_of<events::ModelResponse>(e);
@@ -35,9 +45,10 @@ const json* conversation_message(const Event& e, events::ModelResponse* p) {
   if (p->error) return nullptr;
   if (!p->message.is_object()) return nullptr;
   const json& m = p->message;
-  bool has_calls =
-      m.contains("tool_calls") && m.at("tool_calls").is_array() && !m.at("tool_calls").empty();
-  return has_calls || !str_or_empty(m, "content").empty() ? &m : nullptr;
+  const bool paused = p->finish_reason == events::ModelResponse::kFinishPauseTurn;
+  return has_tool_calls(m) || !str_or_empty(m, "content").empty() || (paused && has_thinking(m))
+             ? &m
+             : nullptr;
 }
 
 void finish(Unit& u) {
@@ -63,7 +74,7 @@ size_t first_index_after(const std::vector<Event>& events, int64_t after_seq) {
 void UnitBuilder::add(const Event& e, std::vector<Unit>& out) {
   events::ModelResponse response;
   if (const json* m = conversation_message(e, &response)) {
-    assistant(e.seq, *m, out);
+    assistant(e.seq, *m, response.finish_reason == events::ModelResponse::kFinishPauseTurn, out);
   } else if (is<events::ToolFinished>(e)) {
     tool_result(e.seq, payload_of<events::ToolFinished>(e));
   } else if (is<events::UserMessage>(e)) {
@@ -71,15 +82,14 @@ void UnitBuilder::add(const Event& e, std::vector<Unit>& out) {
   }
 }
 
-void UnitBuilder::assistant(int64_t seq, const json& m, std::vector<Unit>& out) {
+void UnitBuilder::assistant(int64_t seq, const json& m, bool paused, std::vector<Unit>& out) {
   close(out);
   json msg{{"role", "assistant"}, {"content", str_or_empty(m, "content")}};
   // Extended thinking: the blocks go back with the tool calls they led to (the provider checks
   // their signatures; providers without thinking drop them).
-  if (auto t = m.find("thinking_blocks"); t != m.end() && t->is_array() && !t->empty()) {
-    msg["thinking_blocks"] = *t;
-  }
-  if (m.contains("tool_calls") && m.at("tool_calls").is_array() && !m.at("tool_calls").empty()) {
+  if (has_thinking(m)) msg["thinking_blocks"] = m.at("thinking_blocks");
+  unit_.paused_turn = paused && !has_tool_calls(m);
+  if (has_tool_calls(m)) {
     json calls = json::array();
     for (const json& c : m.at("tool_calls")) {
       calls.push_back(canonical_tool_call(c));

@@ -1,5 +1,7 @@
 // Transcript: the conversation rebuilt from the log. State does not hold messages; the events do:
-//   model.response (no `purpose`, no `error`)  -> assistant message (content + tool_calls)
+//   model.response (no `purpose`, no `error`)  -> assistant message (content + tool_calls); one the
+//                                                 provider paused (pause_turn) is a unit of its
+//                                                 own, marked paused_turn
 //   tool.finished                              -> tool message answering its call_id
 //   user.message {content, reason}             -> user message (goal turns, budget notes, operator)
 // Messages are grouped into units that must stay together for the OpenAI and Anthropic APIs: an
@@ -31,6 +33,10 @@ struct Unit {
   int64_t first_seq = 0;
   int64_t last_seq = 0;
   std::vector<TranscriptMessage> messages;
+  // An assistant turn without tool calls that the provider paused (ModelResponse::
+  // kFinishPauseTurn): while it is the newest unit, the prompt ends with it, as it is, and no
+  // live tail follows, so the model carries on from it.
+  bool paused_turn = false;
 };
 
 // Builds units event by event, so a caller that sees the log grow only feeds it the new events.
@@ -49,7 +55,7 @@ class UnitBuilder {
   void reset();
 
  private:
-  void assistant(int64_t seq, const json& message, std::vector<Unit>& out);
+  void assistant(int64_t seq, const json& message, bool paused, std::vector<Unit>& out);
   void tool_result(int64_t seq, events::ToolFinished p);
   void user(int64_t seq, const events::UserMessage& p, std::vector<Unit>& out);
   static void close_into(Unit unit, const std::vector<std::string>& call_order,

@@ -202,6 +202,9 @@ struct ModelResponse {
   static constexpr int kVersion = 1;
   // A summariser call (not a conversation turn) has purpose "compaction" and a scope.
   static constexpr const char* kPurposeCompaction = "compaction";
+  // finish_reason of a turn the provider paused (Anthropic stop_reason pause_turn): the loop sends
+  // the message back as it is, last in the next request, and the model carries on from it.
+  static constexpr const char* kFinishPauseTurn = "pause_turn";
 
   // {content, tool_calls[{id, name, arguments}], thinking_blocks?, reasoning_content?, refusal?}
   // (the canonical assistant message, policy/policy.h); null when left out (fold).

@@ -33,6 +33,7 @@ void on_created(State& s, const Event& e, const RunCreated& p) {
   s.task = p.task;
   s.config = p.config;
   if (p.task_dir) s.config["task_dir"] = *p.task_dir;
+  if (p.replay_of) s.replay_of = p.replay_of->run_id;
   if (p.goal) {
     s.goal.objective = p.goal->objective;
     s.goal.metric = p.goal->metric;

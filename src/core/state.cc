@@ -1,6 +1,8 @@
 // to_json(State): the `marathon status --json` view.
 #include "core/state.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -106,7 +108,10 @@ json to_json(const State& s) {
           {"max_tokens", l.max_tokens > 0 ? json(l.max_tokens) : json(nullptr)},
           {"max_cost_usd", limit_or_null(l.max_cost_usd)},
           {"max_gpu_s", limit_or_null(l.max_gpu_s)}}},
-        {"warnings", s.budget_warnings}}},
+        {"warnings", s.budget_warnings},
+        // `used` is what the budgets count; a replay counts the original's spend there again.
+        {"replayed", !s.replay_of.empty()},
+        {"spent_by_this_run", own_spend_json(s)}}},
       {"in_flight", in_flight},
       {"ledger", ledger},
       {"workspace_files", s.workspace.size()},
@@ -115,6 +120,7 @@ json to_json(const State& s) {
       {"summary", summary},
       {"pending_compaction_request", s.pending_compaction_request},
       {"forked_from", s.forked_from.empty() ? json(nullptr) : json(s.forked_from)},
+      {"replay_of", s.replay_of.empty() ? json(nullptr) : json(s.replay_of)},
       {"sandbox",
        {{"enabled", s.sandbox_disabled.empty()},
         {"disabled_at", s.sandbox_disabled},
@@ -122,6 +128,36 @@ json to_json(const State& s) {
       {"task", s.task},
       {"config", s.config},
   };
+}
+
+BudgetUsed own_spend(const State& s) {
+  BudgetUsed own = s.used;
+  if (!s.replay_of.empty()) {
+    own.model_calls = own.prompt_tokens = own.completion_tokens = 0;
+    own.cache_read_tokens = own.cache_write_tokens = 0;
+    own.cost_usd = own.gpu_s = 0;
+  }
+  return own;
+}
+
+json own_spend_json(const State& s) {
+  const BudgetUsed own = own_spend(s);
+  return {{"model_calls", own.model_calls},
+          {"tokens", own.prompt_tokens + own.completion_tokens},
+          {"cost_usd", own.cost_usd},
+          {"gpu_s", own.gpu_s}};
+}
+
+std::string replay_spend_note(const State& s) {
+  if (s.replay_of.empty()) return "";
+  const BudgetUsed& u = s.used;
+  const BudgetUsed own = own_spend(s);
+  return fmt::format(
+      "replayed from {}: the original spent ${:.4f}, {} tokens in {} model calls, {:.1f} s GPU "
+      "(the budget figures count them again, so the replay stops where the original did); this "
+      "replay: ${:.4g}, {} tokens, {} model calls",
+      s.replay_of, u.cost_usd, u.prompt_tokens + u.completion_tokens, u.model_calls, u.gpu_s,
+      own.cost_usd, own.prompt_tokens + own.completion_tokens, own.model_calls);
 }
 
 namespace {

@@ -157,9 +157,24 @@ struct State {
   int64_t last_goal_turn = 0;    // `turn` of the last model.request
   std::string forked_from;       // run id this run was forked from (run.forked)
   int64_t forked_at_seq = 0;
+  std::string replay_of;  // run id of the run this one replays (run.created replay_of), else ""
 
   bool operator==(const State&) const = default;
 };
+
+// What the run spent itself. A replay (State::replay_of) is served the original's logged responses
+// and tool results and never calls a model: its `used` counts the original's model calls, tokens,
+// cost and logged GPU time again, so that the replay's budgets stop it where the original stopped,
+// but it spent none of them (its tool calls and wall time are its own). Every view of a run's spend
+// reads it from here.
+BudgetUsed own_spend(const State& s);
+// own_spend as JSON: {model_calls, tokens, cost_usd, gpu_s} (status --json, the dashboard).
+json own_spend_json(const State& s);
+
+// "" for a run that is not a replay; else one line saying that the budget figures are the
+// original's spend and what the replay spent itself, e.g. "replayed from run-1: the original spent
+// $0.42, 12000 tokens in 9 model calls, 0 s GPU; this replay: $0, 0 tokens, 0 model calls".
+std::string replay_spend_note(const State& s);
 
 // JSON view of the state (used by `marathon status --json`; includes the fields that contract
 // names: events, tool_calls, model_calls, evaluations, best_score, best_candidate, done, budget).

@@ -11,7 +11,7 @@ namespace {
 #if defined(__GLIBCXX__) && defined(__x86_64__) && !defined(_GLIBCXX_DEBUG)
 // A field added to State (or to a struct inside it) must be added here and to state_from_json, and
 // kFoldVersion bumped: otherwise a checkpoint silently loses it. This trips when the size changes.
-static_assert(sizeof(State) == 944 && sizeof(GoalState) == 136 && sizeof(LedgerEntry) == 152 &&
+static_assert(sizeof(State) == 976 && sizeof(GoalState) == 136 && sizeof(LedgerEntry) == 152 &&
                   sizeof(InFlightTool) == 88 && sizeof(ToolCallRecord) == 88 &&
                   sizeof(Summary) == 48 && sizeof(BudgetUsed) == 72 && sizeof(BudgetLimits) == 40,
               "State changed: update state_json.cc and bump kFoldVersion in core/fold.h");
@@ -182,6 +182,7 @@ json state_to_json(const State& s) {
       {"last_goal_turn", s.last_goal_turn},
       {"forked_from", s.forked_from},
       {"forked_at_seq", s.forked_at_seq},
+      {"replay_of", s.replay_of},
   };
 }
 
@@ -298,6 +299,7 @@ State state_from_json(json j) {
   s.last_goal_turn = in.at("last_goal_turn").i64();
   s.forked_from = in.at("forked_from").str();
   s.forked_at_seq = in.at("forked_at_seq").i64();
+  s.replay_of = in.at("replay_of").str();
   return s;
 }
 

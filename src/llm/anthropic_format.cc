@@ -209,7 +209,9 @@ ParsedReply AnthropicFormat::parse_reply(const json& body) const {
     r.finish_reason = "length";
   } else if (stop == "refusal") {
     r.finish_reason = "content_filter";  // OpenAI's word for a reply the model declined
-  } else {  // pause_turn (a long turn paused: sent back as it is, it carries on) and new words
+  } else if (stop == "pause_turn") {
+    r.finish_reason = events::ModelResponse::kFinishPauseTurn;  // the loop sends it back as it is
+  } else {  // words this version does not know, kept for the log
     r.finish_reason = stop;
   }
   if (body.contains("usage") && body["usage"].is_object()) {

@@ -194,6 +194,7 @@ std::string run_summary(const State& s, const RunReport& report, const std::stri
   out += fmt::format("  tool calls {}, model calls {}, tokens {} (${:.4f}), wall {:.1f} s\n",
                      u.tool_calls, u.model_calls, u.prompt_tokens + u.completion_tokens, u.cost_usd,
                      u.wall_s);
+  if (std::string note = replay_spend_note(s); !note.empty()) out += fmt::format("  {}\n", note);
   out += fmt::format("  log {}/events.db\n", run_dir);
   if (report.outcome != RunOutcome::kFinished) {
     out += fmt::format("  carry on with: marathon resume {}\n", run_dir);

@@ -154,17 +154,7 @@ std::optional<RunReport> Runner::check_stops() {
     return RunReport{RunOutcome::kPaused, reason};
   };
   auto finish = [this](const std::string& reason, const std::string& summary) {
-    // Calls of the last turn that will now never run are answered as not run (and use nothing),
-    // so the log and the transcript never hold a call that looks pending or lost.
-    std::vector<NewEvent> batch;
-    for (const LoggedToolCall& call : turns_.unfinished_calls()) {
-      ToolFinished f;
-      f.call_id = call.id;
-      f.name = call.name;
-      f.not_run = true;
-      f.output = context::not_run_tool_output(reason, summary);
-      batch.push_back(make_event(f));
-    }
+    std::vector<NewEvent> batch = not_run_answers(reason, summary);
     batch.push_back(make_event(RunFinished{reason, summary}));
     append(std::move(batch));
     return RunReport{RunOutcome::kFinished, reason};
@@ -206,6 +196,36 @@ std::optional<RunReport> Runner::check_stops() {
   return std::nullopt;
 }
 
+std::vector<NewEvent> Runner::not_run_answers(const std::string& reason, const std::string& summary,
+                                              const std::string& except_id) const {
+  // Calls of the last turn that will now never run are answered as not run (and use nothing), so
+  // the log and the transcript never hold a call that looks pending or lost.
+  std::vector<NewEvent> answers;
+  for (const LoggedToolCall& call : turns_.unfinished_calls()) {
+    if (call.id == except_id) continue;
+    ToolFinished f;
+    f.call_id = call.id;
+    f.name = call.name;
+    f.not_run = true;
+    f.output = context::not_run_tool_output(reason, summary);
+    answers.push_back(make_event(f));
+  }
+  return answers;
+}
+
+void Runner::append_result(const ToolFinished& finished, const Event& started, ToolResult& result) {
+  std::vector<NewEvent> batch = with_effects(finished, started, result);
+  auto run_finished = std::find_if(batch.begin(), batch.end(),
+                                   [](const NewEvent& e) { return e.type == RunFinished::kType; });
+  if (run_finished != batch.end()) {
+    const RunFinished end = run_finished->payload.get<RunFinished>();
+    std::vector<NewEvent> answers = not_run_answers(end.reason, end.summary, finished.call_id);
+    batch.insert(run_finished, std::make_move_iterator(answers.begin()),
+                 std::make_move_iterator(answers.end()));
+  }
+  append(std::move(batch));
+}
+
 Runner::PreparedCall Runner::prepare_call(const LoggedToolCall& call, int64_t turn) {
   PreparedCall p;
   p.call = call;
@@ -242,7 +262,7 @@ void Runner::execute_call(const PreparedCall& p, const Event& started) {
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ToolFinished fin = finished_payload(call.id, call.name, result, elapsed);
   fin.interrupted = interrupted;
-  append(with_effects(fin, started, result));
+  append_result(fin, started, result);
 }
 
 void Runner::run_call(const LoggedToolCall& call) {
@@ -284,7 +304,7 @@ void Runner::recover_in_flight() {
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ToolFinished fin = finished_payload(t.call_id, t.name, result, elapsed);
     fin.interrupted = !rerun;
-    append(with_effects(fin, started, result));
+    append_result(fin, started, result);
   }
 }
 

@@ -12,7 +12,8 @@
 //        model.response appended before anything acts on it, in one transaction with the first
 //        call's tool.started (that call then runs at once) unless a stop or a budget note is due;
 //        a stop without `finish` while the goal is open starts a goal turn (user.message); too
-//        many idle turns pause the goal
+//        many idle turns pause the goal. A turn the provider paused is no stop: the next prompt
+//        ends with it, as it is. The calls after an accepted `finish` are answered as not run
 #pragma once
 
 #include <filesystem>
@@ -117,6 +118,14 @@ class Runner {
   bool stop_or_note_due(const BudgetUsed& used) const;
   PreparedCall prepare_call(const LoggedToolCall& call, int64_t turn);
   void execute_call(const PreparedCall& call, const Event& started);
+  // Appends a call's tool.finished and effects; when the call finished the run (an accepted
+  // `finish`), the other calls of its turn, which never run, are answered as not run before
+  // run.finished.
+  void append_result(const events::ToolFinished& finished, const Event& started,
+                     ToolResult& result);
+  // tool.finished{not_run} for each call of the last turn without a result but `except_id`.
+  std::vector<NewEvent> not_run_answers(const std::string& reason, const std::string& summary,
+                                        const std::string& except_id = "") const;
   void observe(const Event& e);
   void note_stop_request(const Event& e);
   void sync();

@@ -83,7 +83,8 @@ void TurnTracker::apply(const Event& e) {
       goal_turn_due_ = false;
     } else {
       consecutive_errors_ = 0;
-      last_stopped_ = last_calls_.empty();
+      const bool paused = p.finish_reason == ModelResponse::kFinishPauseTurn;
+      last_stopped_ = last_calls_.empty() && !paused;
       goal_turn_due_ = last_stopped_;
     }
   } else if (is<ToolFinished>(e)) {

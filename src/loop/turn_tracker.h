@@ -41,7 +41,9 @@ class TurnTracker {
   bool request_pending() const { return request_pending_; }
   // Tool calls of the last model.response without a tool.finished yet, in order.
   std::vector<LoggedToolCall> unfinished_calls() const;
-  // The last response carried no tool calls and no error: the policy stopped.
+  // The last response carried no tool calls and no error: the policy stopped. Not so for a turn
+  // the provider paused (ModelResponse::kFinishPauseTurn): the model is asked again with it, as
+  // it is, and carries on (no goal turn).
   bool policy_stopped() const { return last_stopped_; }
   // The policy stopped and no goal turn (user.message, reason goal_turn) has been started since.
   bool goal_turn_due() const { return goal_turn_due_; }

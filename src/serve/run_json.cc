@@ -22,7 +22,12 @@ json gauge(double used, double limit) {
 json budget_json(const State& s) {
   const BudgetUsed& u = s.used;
   const BudgetLimits& l = s.limits;
-  return {{"tool_calls", gauge(double(u.tool_calls), double(l.max_tool_calls))},
+  // The gauges show what the budgets count; a replay counts the original's spend there again, so
+  // `replayed` and `spent_by_this_run` say what the run spent itself.
+  return {{"replayed", !s.replay_of.empty()},
+          {"replay_note", replay_spend_note(s)},
+          {"spent_by_this_run", own_spend_json(s)},
+          {"tool_calls", gauge(double(u.tool_calls), double(l.max_tool_calls))},
           {"wall_s", gauge(u.wall_s, l.max_wall_s)},
           {"tokens", gauge(double(u.prompt_tokens + u.completion_tokens), double(l.max_tokens))},
           {"cost_usd", gauge(u.cost_usd, l.max_cost_usd)},

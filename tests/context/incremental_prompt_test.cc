@@ -44,7 +44,8 @@ bool expect_same_prompt(const Prompt& cached, const Prompt& scratch, const json&
 
 struct Counts {
   int elisions = 0, summaries = 0, noops = 0, overflow = 0, omitted_prompts = 0;
-  size_t most_kept = 0;  // with drop: the most events the cache was given at once
+  int paused_prompts = 0;  // prompts that end with a paused turn (no live tail)
+  size_t most_kept = 0;    // with drop: the most events the cache was given at once
 };
 
 // Drives a scripted run the way the loop does, with one cache for the whole run, and compares
@@ -86,6 +87,7 @@ Counts compare_over_run(int64_t window, unsigned seed, int steps, bool compact, 
       break;
     }
     n.omitted_prompts += p.units_omitted > 0;
+    n.paused_prompts += p.messages.back()["role"] == "assistant";
     log.turn(p.tokens_raw);
     // The loop gives the messages back once sent, so the next prompt reuses them (now and then it
     // does not, as after a failed request).
@@ -99,8 +101,10 @@ TEST(IncrementalPrompt, MatchesAFromScratchBuildAtEveryStepOfALongCompactingRun)
   EXPECT_GT(n.elisions, 10);
   EXPECT_GT(n.summaries, 10);
   EXPECT_GT(n.overflow, 5);
-  std::printf("32k window, 1200 turns: %d elisions, %d summaries, %d no-ops, %d forced\n",
-              n.elisions, n.summaries, n.noops, n.overflow);
+  EXPECT_GT(n.paused_prompts, 5);
+  std::printf(
+      "32k window, 1200 turns: %d elisions, %d summaries, %d no-ops, %d forced, %d paused\n",
+      n.elisions, n.summaries, n.noops, n.overflow, n.paused_prompts);
 }
 
 // The runner keeps only the events after the installed summary point; the cache given those gives

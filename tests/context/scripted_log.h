@@ -1,6 +1,7 @@
 // ScriptedLog: a long, varied log for the tests that compare prompt assembly paths. Each turn is
 // drawn from a seeded generator: one to three tool calls, outputs from a few bytes to far over the
-// per-output cap, text-only replies followed by goal turns, failed model calls, budget notes
+// per-output cap, text-only replies followed by goal turns, turns the provider paused (text or
+// thinking alone, continued by the next turn), failed model calls, budget notes
 // between the calls of one turn, interrupted and missing results, duplicate results and results
 // for unknown calls, notes, evaluations, and now and then a manual compaction request. Compaction
 // itself is left to the caller (the thing under test), with the summariser below.
@@ -97,6 +98,18 @@ class ScriptedLog {
             {{"message", {{"content", ""}}},
              {"usage", {{"prompt_tokens", 0}, {"completion_tokens", 0}}},
              {"error", {{"kind", "transport"}, {"message", "HTTP 502"}}}});
+      return;
+    }
+    if (kind < 6) {  // the provider paused the turn: the next prompt ends with it, as it is
+      json message = {{"content", step % 2 ? fmt::format("Step {}: still working", step) : ""}};
+      if (step % 2 == 0) {  // thinking alone: it goes back all the same
+        message["thinking_blocks"] =
+            json::array({{{"type", "thinking"}, {"thinking", filler(200)}, {"signature", "sig"}}});
+      }
+      b.add(events::ModelResponse::kType,
+            {{"message", message},
+             {"usage", usage},
+             {"finish_reason", events::ModelResponse::kFinishPauseTurn}});
       return;
     }
     if (kind < 9) {  // the policy stops: a goal turn follows

@@ -89,6 +89,138 @@ TEST(EndToEnd, ReplayReproducesTheFinalStateWithZeroModelCallsAndNoEvaluations) 
   EXPECT_EQ(read_text(replay / "workspace/solution.txt"), "value = 5\n");
 }
 
+// What `marathon status` (and --json) of a replay says it spent: the budget figures count the
+// original's spend again (the replay stops where the original did), and say so.
+TEST(EndToEnd, AReplaysStatusAndReportSayTheSpendIsTheOriginalsAndTheReplaySpentNothing) {
+  TempDir dir("e2e-replay-spend");
+  ScriptedLlmServer server = tiny_server();
+  fs::path run = dir / "run", replay = dir / "replay";
+  std::map<std::string, std::string> env = testing::eval_marker_env(dir / "marks" / "marker");
+  ASSERT_EQ(run_binary(tiny_run_args(run, server.base_url()), env, dir / "log"), 0)
+      << read_text(dir / "log");
+  ASSERT_EQ(run_binary({"replay", run.string(), "--run-dir", replay.string(), "--quiet"}, env,
+                       dir / "replay.log"),
+            0)
+      << read_text(dir / "replay.log");
+  const State original = load_state(run);
+  const std::string tokens =
+      std::to_string(original.used.prompt_tokens + original.used.completion_tokens);
+  const std::string spent_note = "this replay: $0, 0 tokens, 0 model calls";
+  EXPECT_NE(read_text(dir / "replay.log").find(spent_note), std::string::npos)
+      << read_text(dir / "replay.log");
+
+  ASSERT_EQ(run_binary({"status", replay.string()}, {}, dir / "status.txt"), 0);
+  const std::string status = read_text(dir / "status.txt");
+  EXPECT_NE(status.find("replayed from " + original.run_id + ": the original spent $"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find(tokens + " tokens in " + std::to_string(kTinyTurns) + " model calls"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find(spent_note), std::string::npos) << status;
+
+  ASSERT_EQ(run_binary({"status", replay.string(), "--json"}, {}, dir / "status.json"), 0);
+  const json j = json::parse(read_text(dir / "status.json"));
+  EXPECT_EQ(j["replay_of"], original.run_id);
+  EXPECT_EQ(j["budget"]["replayed"], true);
+  EXPECT_EQ(j["budget"]["used"]["model_calls"], kTinyTurns) << "what the budgets count";
+  EXPECT_EQ(j["budget"]["spent_by_this_run"],
+            json({{"model_calls", 0}, {"tokens", 0}, {"cost_usd", 0.0}, {"gpu_s", 0.0}}));
+
+  // The original says nothing of the kind, and spent what it counts.
+  ASSERT_EQ(run_binary({"status", run.string(), "--json"}, {}, dir / "original.json"), 0);
+  const json o = json::parse(read_text(dir / "original.json"));
+  EXPECT_TRUE(o["replay_of"].is_null());
+  EXPECT_EQ(o["budget"]["replayed"], false);
+  EXPECT_EQ(o["budget"]["spent_by_this_run"]["model_calls"], kTinyTurns);
+  EXPECT_EQ(o["budget"]["spent_by_this_run"]["tokens"], std::stoll(tokens));
+  ASSERT_EQ(run_binary({"status", run.string()}, {}, dir / "original.txt"), 0);
+  EXPECT_EQ(read_text(dir / "original.txt").find("replay"), std::string::npos);
+
+  // The report's budget view carries the same note.
+  ASSERT_EQ(run_binary({"report", replay.string(), "-o", (dir / "report.html").string()}, {},
+                       dir / "report.log"),
+            0)
+      << read_text(dir / "report.log");
+  const std::string html = read_text(dir / "report.html");
+  EXPECT_NE(html.find("\"replayed\":true"), std::string::npos);
+  EXPECT_NE(html.find(spent_note), std::string::npos);
+}
+
+// Anthropic's pause_turn through real HTTP: the paused reply goes back as the request's last
+// message, as it is (no goal turn, no note, no user text after it), the model carries on, and the
+// replay reaches the same end with no request to the server.
+TEST(EndToEnd, AnAnthropicPausedTurnIsContinuedAsItIsAndReplaysWithNoRequest) {
+  TempDir dir("e2e-pause-turn");
+  using testing::anthropic_tool_use;
+  auto write = [](const std::string& id, const std::string& text) {
+    return json{{"id", id},
+                {"name", "write_file"},
+                {"arguments", {{"path", "solution.txt"}, {"content", text}}}};
+  };
+  const std::string paused_text = "The value could go higher; let me keep working on it.";
+  ScriptedResponse paused = testing::anthropic_text(paused_text);
+  paused.body["stop_reason"] = "pause_turn";
+  ScriptedLlmServer server(std::vector<ScriptedResponse>{
+      anthropic_tool_use(json::array({write("toolu_w1", "value = 4\n")}), "Start at 4."),
+      paused,
+      anthropic_tool_use(
+          json::array({json{
+              {"id", "toolu_e"}, {"name", "evaluate"}, {"arguments", {{"strategy", "value 4"}}}}}),
+          " So: evaluate 4."),
+      anthropic_tool_use(json::array(
+          {json{{"id", "toolu_f"}, {"name", "finish"}, {"arguments", {{"summary", "value 4"}}}}})),
+  });
+  fs::path run = dir / "run", replay = dir / "replay";
+  std::map<std::string, std::string> env = testing::eval_marker_env(dir / "marks" / "marker");
+  int rc = run_binary(
+      {"run", testing::tiny_task().string(), "--run-dir", run.string(), "--policy", "llm",
+       "--model", "anthropic:claude-scripted", "--base-url", server.base_url(), "--quiet"},
+      env, dir / "log");
+  ASSERT_EQ(rc, 0) << read_text(dir / "log");
+  State s = load_state(run);
+  EXPECT_EQ(s.finish_reason, "finish");
+  ASSERT_EQ(server.request_count(), 4u);
+  std::vector<testing::RecordedRequest> reqs = server.requests();
+  EXPECT_EQ(reqs[1].path, "/v1/messages");
+  // The request after the pause ends with the paused turn, exactly as it came (a cache
+  // breakpoint marks the end of the transcript, as in every request).
+  const json& continued = reqs[2].body["messages"];
+  json last = continued.back();
+  ASSERT_EQ(last["content"].size(), 1u);
+  last["content"][0].erase("cache_control");
+  EXPECT_EQ(last,
+            json({{"role", "assistant"},
+                  {"content", json::array({json{{"type", "text"}, {"text", paused_text}}})}}));
+  // Before it, the same conversation as the paused request minus its live tail: the tool result
+  // alone.
+  const json& before = reqs[1].body["messages"];
+  ASSERT_EQ(continued.size(), before.size() + 1);
+  for (size_t i = 0; i + 1 < before.size(); ++i) EXPECT_EQ(continued[i], before[i]) << i;
+  EXPECT_EQ(continued[before.size() - 1]["content"].size(), 1u);
+  EXPECT_EQ(continued[before.size() - 1]["content"][0]["type"], "tool_result");
+  std::vector<Event> events = load_events(run);
+  EXPECT_TRUE(events_of_type(events, "user.message").empty()) << "no goal turn and no note";
+  auto responses = events_of_type(events, "model.response");
+  ASSERT_EQ(responses.size(), 4u);
+  EXPECT_EQ(responses[1].payload["finish_reason"], "pause_turn");
+  EXPECT_EQ(s.evaluations, 1);
+
+  ASSERT_EQ(run_binary({"replay", run.string(), "--run-dir", replay.string(), "--quiet"}, env,
+                       dir / "replay.log"),
+            0)
+      << read_text(dir / "replay.log");
+  EXPECT_NE(read_text(dir / "replay.log").find("matches the original"), std::string::npos);
+  EXPECT_EQ(server.request_count(), 4u) << "the replay made a model call";
+  EXPECT_EQ(comparable_state(load_state(replay)), comparable_state(s));
+  auto sent = events_of_type(events, "model.request");
+  auto replayed = events_of_type(load_events(replay), "model.request");
+  ASSERT_EQ(replayed.size(), sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) {
+    EXPECT_EQ(replayed[i].payload["prompt_sha"], sent[i].payload["prompt_sha"]) << i;
+  }
+}
+
 TEST(EndToEnd, BadToolCallsThroughTheLoopAreAnsweredAsErrorsAndNothingEscapesTheWorkspace) {
   TempDir dir("e2e-bad");
   ScriptedLlmServer server([](size_t, const json& request) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <set>
 
 #include "core/fold.h"
@@ -46,9 +47,13 @@ class ScriptedPolicy : public Policy {
     last_messages = req.messages;
     last_estimate = req.tokens_estimate;
     last_breakpoints = req.cache_breakpoints;
+    requests.push_back(req.messages);
+    breakpoints.push_back(req.cache_breakpoints);
     return script_(calls++);
   }
   int calls = 0;
+  std::vector<json> requests;  // the messages of every request
+  std::vector<std::vector<int64_t>> breakpoints;
   json last_messages;
   int64_t last_estimate = 0;
   std::vector<int64_t> last_breakpoints;
@@ -551,6 +556,105 @@ TEST(Replay, AGoalPauseAndResumeFromAnotherWriterAreReplayed) {
   State original = fold(f.events());
   State replayed = replay_of(f);
   EXPECT_EQ(comparable_state(replayed), comparable_state(original));
+}
+
+// --- calls after finish, paused turns ----------------------------------------------------------
+
+TEST(Runner, CallsAfterAnAcceptedFinishInItsTurnAreAnsweredAsNotRunAndNeverRun) {
+  Fixture f;
+  int side_effects = 0;
+  f.tools.add(std::make_unique<CountingTool>(&side_effects));
+  ScriptedPolicy policy([](int n) {
+    if (n == 0) {
+      return reply_with(
+          {call("w", "write_file", R"({"path": "solution.txt", "content": "value = 3\n"})")});
+    }
+    return reply_with(
+        {call("e", "evaluate", R"({"strategy": "value 3"})"),
+         call("f", "finish", R"({"summary": "value 3 it is"})"),
+         call("late", "write_file", R"({"path": "solution.txt", "content": "value = 9\n"})"),
+         call("fx", "side_effect", "{}")});
+  });
+  RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  EXPECT_EQ(report.reason, "finish");
+  EXPECT_EQ(policy.calls, 2);
+  EXPECT_EQ(side_effects, 0);
+  EXPECT_EQ(testing::read_text(f.run_dir / "workspace/solution.txt"), "value = 3\n")
+      << "the write after finish ran";
+  std::vector<Event> events = f.events();
+  State s = fold(events);
+  EXPECT_TRUE(s.in_flight.empty());
+  EXPECT_EQ(s.used.tool_calls, 3) << "write, evaluate, finish";
+  std::set<std::string> started;
+  for (const Event& e : events_of_type(events, events::ToolStarted::kType)) {
+    started.insert(e.payload["call_id"].get<std::string>());
+  }
+  EXPECT_EQ(started, (std::set<std::string>{"w", "e", "f"}));
+  std::map<std::string, json> finished;
+  for (const Event& e : events_of_type(events, events::ToolFinished::kType)) {
+    finished[e.payload["call_id"].get<std::string>()] = e.payload;
+  }
+  ASSERT_EQ(finished.size(), 5u) << "every call of the turn has a result";
+  for (const char* id : {"late", "fx"}) {
+    EXPECT_TRUE(finished[id].value("not_run", false)) << id;
+    EXPECT_FALSE(finished[id]["ok"].get<bool>()) << id;
+    EXPECT_NE(finished[id]["output"].get<std::string>().find("not run"), std::string::npos) << id;
+  }
+  EXPECT_FALSE(finished["f"].value("not_run", false));
+  // The answers come before run.finished, in the finish call's transaction, and nothing after.
+  ASSERT_EQ(events.back().type, events::RunFinished::kType);
+  EXPECT_EQ(events.back().payload["reason"], "finish");
+  EXPECT_EQ(events[events.size() - 2].payload["call_id"], "fx");
+  EXPECT_EQ(events[events.size() - 3].payload["call_id"], "late");
+  // The replay answers them the same way.
+  ReplayPolicy* served = nullptr;
+  State replayed = replay_of(f, &served);
+  EXPECT_EQ(comparable_state(replayed), comparable_state(s));
+  EXPECT_EQ(served->served(), served->available());
+  EXPECT_EQ(testing::read_text(f.dir / "replay/workspace/solution.txt"), "value = 3\n");
+}
+
+TEST(Runner, ATurnTheProviderPausedIsSentBackLastAsItIsWithNoGoalTurnOrNote) {
+  Fixture f;
+  const std::string paused_text = "Thinking about the value; more to come.";
+  ScriptedPolicy policy([&](int n) {
+    if (n == 0) {
+      PolicyReply r = reply_with({}, paused_text);
+      r.finish_reason = events::ModelResponse::kFinishPauseTurn;
+      return r;
+    }
+    return reply_with({call("f", "finish", R"({"summary": "done"})")});
+  });
+  RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  EXPECT_EQ(report.reason, "finish");
+  ASSERT_EQ(policy.calls, 2);
+  ASSERT_EQ(policy.requests.size(), 2u);
+  const json& first = policy.requests[0];
+  const json& second = policy.requests[1];
+  // The second request is the first without its live tail, then the paused turn as it is.
+  ASSERT_EQ(second.size(), first.size());
+  for (size_t i = 0; i + 1 < first.size(); ++i) EXPECT_EQ(second[i], first[i]) << i;
+  EXPECT_EQ(first.back()["role"], "user") << "the live tail";
+  EXPECT_EQ(second.back(), json({{"role", "assistant"}, {"content", paused_text}}));
+  EXPECT_EQ(policy.breakpoints[1].back(), int64_t(second.size()) - 1);
+  std::vector<Event> events = f.events();
+  EXPECT_TRUE(events_of_type(events, events::UserMessage::kType).empty())
+      << "no goal turn, no note: the model carries on";
+  auto requests = events_of_type(events, events::ModelRequest::kType);
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].payload["turn"], requests[0].payload["turn"]) << "the same goal turn";
+  EXPECT_EQ(fold(events).goal.turns_without_progress, 1);
+  // The replay sends the same prompts (their hashes are logged) from the logged responses.
+  ReplayPolicy* served = nullptr;
+  State replayed = replay_of(f, &served);
+  EXPECT_EQ(comparable_state(replayed), comparable_state(fold(events)));
+  EXPECT_EQ(served->served(), served->available());
+  auto replay_requests =
+      events_of_type(testing::load_events(f.dir / "replay"), events::ModelRequest::kType);
+  ASSERT_EQ(replay_requests.size(), requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(replay_requests[i].payload["prompt_sha"], requests[i].payload["prompt_sha"]) << i;
+  }
 }
 
 }  // namespace

@@ -116,7 +116,7 @@
     { key: 'evals', label: 'evaluations', num: true, value: (r) => r.evaluations || 0 },
     { key: 'calls', label: 'tool calls', num: true, value: (r) => (r.budget ? r.budget.tool_calls.used : 0) },
     { key: 'wall', label: 'wall', num: true, value: (r) => (r.budget ? r.budget.wall_s.used : 0) },
-    { key: 'cost', label: 'cost', num: true, value: (r) => (r.budget ? r.budget.cost_usd.used : 0) },
+    { key: 'cost', label: 'cost', num: true, value: (r) => (r.budget ? r.budget.spent_by_this_run.cost_usd : 0) },
     { key: 'last', label: 'last event', num: true, value: (r) => -ageOf(r) },
   ];
 
@@ -163,7 +163,7 @@
           el('td', { class: 'num', text: String(r.evaluations) }),
           el('td', { class: 'num', text: gaugeText(r.budget.tool_calls, (x) => String(Math.round(x))) }),
           el('td', { class: 'num', text: gaugeText(r.budget.wall_s, duration) }),
-          el('td', { class: 'num', text: gaugeText(r.budget.cost_usd, money) }),
+          el('td', { class: 'num', text: r.budget.replayed ? money(r.budget.spent_by_this_run.cost_usd) + ' (replay)' : gaugeText(r.budget.cost_usd, money) }),
           el('td', { class: 'num age', text: (r.last_event.type || '–') + ', ' + age(ageOf(r)) }));
       }));
       fill(table, el('thead', {}, head), body);
@@ -288,6 +288,12 @@
         el('div', {}, el('b', { text: name + ' ' }), el('span', { class: 'muted', text: gaugeText(g, fmt) })),
         el('div', { class: 'bar' }, fill));
     }));
+    if (budget.replayed) {
+      // A replay's gauges count the original's spend again (its budgets stop it where the original
+      // stopped); it spent none of it itself.
+      box.appendChild(el('div', { class: 'gauge', 'data-gauge': 'replay' },
+        el('div', {}, el('b', { text: 'replay ' }), el('span', { class: 'muted', text: budget.replay_note }))));
+    }
     const pc = budget.prompt_cache;
     if (pc && pc.prompt_tokens > 0) {
       // The share of prompt tokens the provider served from its prompt cache.
