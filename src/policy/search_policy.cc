@@ -348,6 +348,12 @@ std::unique_ptr<Policy> make_search_policy(const State& state, SearchOptions opt
         "`marathon:knob` lines (docs/tasks.md)",
         state.task.value("name", "?"), starter.string()));
   }
+  // Branches of one run (loop/branches.h) explore different regions: each samples its own
+  // initial configurations (the starter's is shared, and the shared result cache evaluates it
+  // once).
+  if (int branch = state.config.value("branch", 0); branch > 0) {
+    options.seed = splitmix64(options.seed + static_cast<uint64_t>(branch));
+  }
   return std::make_unique<SearchPolicy>(std::move(texts), options);
 }
 

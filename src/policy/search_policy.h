@@ -45,8 +45,10 @@ struct SearchStep {
   std::string why_done;  // when next is empty
 };
 
-// Pure: successive halving over a grid with `dims[i]` values per knob, starting at `start`, given
-// the values of the configurations evaluated so far (higher is better; -inf for a failure).
+// make_search_policy gives branch i > 0 of a run with branches (config.branch) its own seed, so
+// that branches sample different initial configurations and explore different regions. Pure:
+// successive halving over a grid with `dims[i]` values per knob, starting at `start`, given the
+// values of the configurations evaluated so far (higher is better; -inf for a failure).
 SearchStep plan_search(const std::vector<int>& dims, const KnobConfig& start,
                        const std::map<KnobConfig, double>& results, int budget,
                        const SearchOptions& options);

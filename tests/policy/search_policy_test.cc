@@ -256,6 +256,50 @@ TEST(SearchPolicyReplies, NoKnobsIsAClearError) {
   }
 }
 
+// Branches of a run explore different regions: the same start, different initial samples.
+TEST(MakeSearchPolicy, BranchesSampleDifferentConfigurations) {
+  auto first_evaluations = [](int branch) {
+    State s = fresh_state(200);
+    s.config["task_dir"] =
+        (std::filesystem::path(MARATHON_SOURCE_DIR) / "tasks/cpu-matmul").string();
+    if (branch >= 0) s.config["branch"] = branch;
+    s.task = {
+        {"name", "cpu-matmul"},
+        {"files",
+         {{"starter_dir", "starter"}, {"starter", {"kernel.cc"}}, {"editable", {"kernel.cc"}}}}};
+    auto p = make_search_policy(s);
+    std::vector<std::string> configs;
+    for (int i = 0; i < 40 && configs.size() < 6; ++i) {
+      PolicyRequest req;
+      req.state = &s;
+      json message = p->next(req).message;
+      for (const auto& call : message["tool_calls"]) {
+        s.used.tool_calls += 1;
+        if (call["function"]["name"] != "evaluate") continue;
+        std::string text =
+            json::parse(call["function"]["arguments"].get<std::string>())["strategy"];
+        configs.push_back(text);
+        LedgerEntry l;
+        l.kind = LedgerKind::kAttempt;
+        l.seq = ++s.last_seq;
+        l.text = text;
+        l.correct = true;
+        l.score = 1.0;
+        s.ledger.push_back(l);
+      }
+    }
+    return configs;
+  };
+  std::vector<std::string> b0 = first_evaluations(0), b1 = first_evaluations(1),
+                           b2 = first_evaluations(2), plain = first_evaluations(-1);
+  ASSERT_EQ(b0.size(), 6u);
+  ASSERT_EQ(b1.size(), 6u);
+  EXPECT_EQ(b0, plain) << "branch 0 searches as a run without branches does";
+  EXPECT_EQ(b0[0], b1[0]) << "every branch starts from the starter's configuration";
+  EXPECT_NE(b0, b1);
+  EXPECT_NE(b1, b2);
+}
+
 TEST(MakeSearchPolicy, ReadsTheCpuMatmulStarterKnobs) {
   State s;
   s.config["task_dir"] = (std::filesystem::path(MARATHON_SOURCE_DIR) / "tasks/cpu-matmul").string();
