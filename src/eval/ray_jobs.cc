@@ -80,8 +80,13 @@ bool terminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kStopped;
 }
 
-std::optional<json> RayJobsApi::job(const std::string& id, std::string* error) const {
-  HttpReply r = http_call("GET", base_ + "/api/jobs/" + id, "", "", timeout_s_);
+namespace {
+
+// GET of a JSON object: nullopt with *error set on a transport failure, another status than 200
+// or 404, or an answer that is not an object (`what` names it); nullopt alone on 404.
+std::optional<json> get_object(const std::string& url, double timeout_s, const char* what,
+                               std::string* error) {
+  HttpReply r = http_call("GET", url, "", "", timeout_s);
   if (r.status == 404) return std::nullopt;
   if (r.status != 200) {
     *error = r.status == 0 ? r.error : short_body(r);
@@ -89,23 +94,22 @@ std::optional<json> RayJobsApi::job(const std::string& id, std::string* error) c
   }
   json j = json::parse(r.body, nullptr, false);
   if (!j.is_object()) {
-    *error = "the job's details are not a JSON object";
+    *error = fmt::format("{} is not a JSON object", what);
     return std::nullopt;
   }
   return j;
 }
 
+}  // namespace
+
+std::optional<json> RayJobsApi::job(const std::string& id, std::string* error) const {
+  return get_object(base_ + "/api/jobs/" + id, timeout_s_, "the job's details", error);
+}
+
 std::optional<json> RayJobsApi::nodes(std::string* error) const {
-  HttpReply r = http_call("GET", base_ + "/api/v0/nodes?limit=10000", "", "", timeout_s_);
-  if (r.status != 200) {
-    *error = r.status == 0 ? r.error : short_body(r);
-    return std::nullopt;
-  }
-  json j = json::parse(r.body, nullptr, false);
-  if (!j.is_object()) {
-    *error = "the node list is not a JSON object";
-    return std::nullopt;
-  }
+  std::optional<json> j =
+      get_object(base_ + "/api/v0/nodes?limit=10000", timeout_s_, "the node list", error);
+  if (!j && error->empty()) *error = "the head has no state API (GET /api/v0/nodes: 404)";
   return j;
 }
 

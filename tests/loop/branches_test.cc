@@ -109,6 +109,21 @@ int branch_of(const json& request) {
   return std::stoi(m[1]);
 }
 
+// `marathon run` of the slow test task with K branches against a scripted model, then `extra`.
+std::vector<std::string> slow_branches_run(const fs::path& run, const ScriptedLlmServer& server,
+                                           int branches, std::vector<std::string> extra) {
+  std::vector<std::string> args = {
+      "run",        (testing::source_dir() / "tests/loop/fixtures/slow-task").string(),
+      "--run-dir",  run.string(),
+      "--policy",   "llm",
+      "--model",    "vllm:scripted",
+      "--base-url", server.base_url(),
+      "--branches", std::to_string(branches),
+      "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 // True once the branch's log holds the copy of branch 1's dead end.
 bool has_copied_dead_end(const fs::path& dir) {
   try {
@@ -282,23 +297,8 @@ TEST(Branches, ResumeRestoresEveryBranch) {
     }
     return b < 0 ? testing::openai_text("no branch") : testing::openai_tool_calls(calls);
   });
-  std::vector<std::string> args = {
-      MARATHON_BINARY,
-      "run",
-      (testing::source_dir() / "tests/loop/fixtures/slow-task").string(),
-      "--run-dir",
-      run.string(),
-      "--policy",
-      "llm",
-      "--model",
-      "vllm:scripted",
-      "--base-url",
-      server.base_url(),
-      "--branches",
-      "2",
-      "--slots",
-      "2",
-      "--quiet"};
+  std::vector<std::string> args = slow_branches_run(run, server, 2, {"--slots", "2"});
+  args.insert(args.begin(), MARATHON_BINARY);
   {
     testing::Child c(args, {}, dir / "run.log");
     auto evaluated = [&](int b) {
@@ -355,24 +355,8 @@ TEST(Branches, TheBudgetIsTheRunsNotEachBranchs) {
                               tc("evaluate", {{"strategy", "more"}})});
     return b < 0 ? testing::openai_text("no branch") : testing::openai_tool_calls(calls);
   });
-  std::vector<std::string> args = {
-      "run",
-      (testing::source_dir() / "tests/loop/fixtures/slow-task").string(),
-      "--run-dir",
-      run.string(),
-      "--policy",
-      "llm",
-      "--model",
-      "vllm:scripted",
-      "--base-url",
-      server.base_url(),
-      "--branches",
-      "2",
-      "--slots",
-      "2",
-      "--max-tool-calls",
-      "12",
-      "--quiet"};
+  std::vector<std::string> args =
+      slow_branches_run(run, server, 2, {"--slots", "2", "--max-tool-calls", "12"});
   ASSERT_EQ(run_binary(args, {}, dir / "run.log", 300), 0) << testing::read_text(dir / "run.log");
   int64_t calls = 0;
   for (int b = 0; b < 2; ++b) {
@@ -399,21 +383,8 @@ TEST(Branches, StopOnTheRunDirStopsEveryBranch) {
     return b < 0 ? testing::openai_text("no branch") : testing::openai_tool_calls(calls);
   });
   constexpr int k = 3;
-  std::vector<std::string> args = {
-      MARATHON_BINARY,
-      "run",
-      (testing::source_dir() / "tests/loop/fixtures/slow-task").string(),
-      "--run-dir",
-      run.string(),
-      "--policy",
-      "llm",
-      "--model",
-      "vllm:scripted",
-      "--base-url",
-      server.base_url(),
-      "--branches",
-      std::to_string(k),
-      "--quiet"};
+  std::vector<std::string> args = slow_branches_run(run, server, k, {});
+  args.insert(args.begin(), MARATHON_BINARY);
   testing::Child c(args, {}, dir / "run.log");
   auto working = [&](int b) {
     try {
@@ -490,22 +461,7 @@ TEST(Branches, ABranchForksFromAnothersBest) {
     }
     return b < 0 ? testing::openai_text("no branch") : testing::openai_tool_calls(calls);
   });
-  std::vector<std::string> args = {
-      "run",
-      (testing::source_dir() / "tests/loop/fixtures/slow-task").string(),
-      "--run-dir",
-      run.string(),
-      "--policy",
-      "llm",
-      "--model",
-      "vllm:scripted",
-      "--base-url",
-      server.base_url(),
-      "--branches",
-      "2",
-      "--max-tool-calls",
-      "200",
-      "--quiet"};
+  std::vector<std::string> args = slow_branches_run(run, server, 2, {"--max-tool-calls", "200"});
   ASSERT_EQ(run_binary(args, {}, dir / "run.log", 300), 0) << testing::read_text(dir / "run.log");
   State s0 = testing::load_state(branch_dir(run, 0));
   State s1 = testing::load_state(branch_dir(run, 1));
