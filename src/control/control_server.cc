@@ -325,7 +325,10 @@ class Server {
     std::string reason = opt_string(p, "reason");
     VerbResult r = stop_run(run.dir, reason.empty() ? "run/stop" : reason);
     check(r);
-    return {{"already_stopped", r.seq == 0}, {"record", record_at(run, r.seq)}};
+    json out = {{"already_stopped", r.seq == 0 && r.branches_asked.empty()},
+                {"record", record_at(run, r.seq)}};
+    if (!r.branches_asked.empty()) out["branches_asked"] = r.branches_asked;
+    return out;
   }
 
   // Sends each active subscription the events appended since it last looked, in seq order.
