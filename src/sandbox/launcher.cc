@@ -360,6 +360,22 @@ LaunchResult launch_unchecked(const LaunchSpec& spec) {
   for (const std::string& p : split(host_var("PYTHONPATH"), ':')) {
     if (fs::path(p).is_absolute()) readable.push_back(p);
   }
+  // CC and CXX pass in too, and evaluators compile with them (Triton builds its launcher stubs
+  // with CC): the folder holding each compiler is bound read-only, and when that folder is a
+  // prefix's bin/, the prefix's lib, lib64 and libexec (where a compiler keeps its own programs
+  // and libraries), never the prefix itself (it may be a home folder).
+  for (const char* var : {"CC", "CXX"}) {
+    const fs::path compiler = host_var(var);
+    if (!compiler.is_absolute()) continue;
+    const fs::path dir = compiler.parent_path();
+    readable.push_back(dir);
+    if (dir.filename() != "bin" || dir.parent_path() == dir.root_path()) continue;
+    for (const char* sub : {"lib", "lib64", "libexec"}) {
+      std::error_code ec;
+      if (fs::is_directory(dir.parent_path() / sub, ec))
+        readable.push_back(dir.parent_path() / sub);
+    }
+  }
 
   std::optional<ScratchDir> scratch;
   if (spec.profile == Profile::kEvaluate) {

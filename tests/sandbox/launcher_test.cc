@@ -267,6 +267,41 @@ TEST_F(Sandboxed, TheFoldersOnPythonpathAreReadableAndReadOnly) {
   EXPECT_FALSE(fs::exists(lib.path() / "planted"));
 }
 
+TEST_F(Sandboxed, TheCompilerCcNamesIsThereWithItsPrefixsLibrariesNotThePrefix) {
+  // CC passes into the sandbox and Triton compiles its launcher stubs with it: a compiler
+  // installed under its own prefix (/opt/gcc/bin/gcc on some GPU machines) must be found there,
+  // with the prefix's libexec, and read-only; the rest of the prefix stays hidden.
+  TempFolder ws, prefix;
+  fs::create_directories(prefix.path() / "bin");
+  fs::create_directories(prefix.path() / "libexec");
+  std::ofstream(prefix.path() / "libexec" / "cc1") << "echo cc1-visible\n";
+  std::ofstream(prefix.path() / "private.txt") << "prefix-private\n";
+  const fs::path cc = prefix.path() / "bin" / "cc";
+  std::ofstream(cc) << "#!/bin/sh\n. \"$(dirname \"$0\")/../libexec/cc1\"\necho cc-ran\n";
+  fs::permissions(cc, fs::perms::owner_all);
+  const char* old = std::getenv("CC");
+  std::string saved = old ? old : "";
+  setenv("CC", cc.c_str(), 1);
+  LaunchSpec s;
+  s.argv = {"/bin/sh", "-c",
+            "\"$CC\"; cat " + (prefix.path() / "private.txt").string() +
+                " 2>/dev/null || echo private-hidden; touch " +
+                (prefix.path() / "bin" / "planted").string() +
+                " 2>/dev/null || echo bin-read-only"};
+  s.writable = {ws.path()};
+  LaunchResult r = launch(s);
+  if (old)
+    setenv("CC", saved.c_str(), 1);
+  else
+    unsetenv("CC");
+  ASSERT_TRUE(r.started) << r.setup_error;
+  for (const char* want : {"cc1-visible", "cc-ran", "private-hidden", "bin-read-only"}) {
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << " missing from: " << r.out << r.err;
+  }
+  EXPECT_EQ(r.out.find("prefix-private"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(prefix.path() / "bin" / "planted"));
+}
+
 TEST_F(Sandboxed, TheNetworkIsUnreachable) {
   TempFolder ws;
   LaunchSpec s;
