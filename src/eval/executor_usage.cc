@@ -4,6 +4,10 @@
 
 namespace marathon::eval {
 
+std::string ray_slot(const std::string& executor, const std::string& node) {
+  return node.empty() ? executor : "ray node " + node;
+}
+
 void UsageTally::add(const Event& e) {
   if (!is<events::EvalFinished>(e)) return;
   const auto p = payload_of<events::EvalFinished>(e);
@@ -13,9 +17,7 @@ void UsageTally::add(const Event& e) {
   std::string why;
   std::optional<ExecutorSpec> spec = parse_executor(p.executor->name, &why);
   bool local = spec && spec->kind == ExecutorKind::kLocal;
-  std::string slot = local                      ? p.executor->where
-                     : p.executor->node.empty() ? p.executor->name
-                                                : "ray node " + p.executor->node;
+  std::string slot = local ? p.executor->where : ray_slot(p.executor->name, p.executor->node);
   if (slot.empty()) return;
   SlotUsage& u = slots_[slot];
   u.name = slot;

@@ -13,6 +13,10 @@
 
 namespace marathon::eval {
 
+// The usage slot of a Ray evaluation: "ray node <ip>", or the cluster (`executor`) when the node
+// is unknown. The one name the executor's own tally and the log's share.
+std::string ray_slot(const std::string& executor, const std::string& node);
+
 class UsageTally {
  public:
   // Counts an eval.finished that ran (not cached) and names its executor; ignores anything else.

@@ -10,6 +10,7 @@
 
 #include "core/confined_dir.h"
 #include "core/event_store.h"
+#include "eval/executor_usage.h"
 #include "eval/zip_writer.h"
 
 namespace marathon::eval {
@@ -317,7 +318,7 @@ ExecutedEval RayExecutor::evaluate(const EvalRequest& r, const EventSink& log) {
   }
   double busy = out.outcome.elapsed_s > 0 ? out.outcome.elapsed_s : now_s() - t0;
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string slot = out.node.empty() ? spec_.to_string() : "ray node " + out.node;
+  const std::string slot = ray_slot(spec_.to_string(), out.node);
   SlotUsage& u = usage_[slot];
   u.name = slot;
   u.evaluations += 1;

@@ -66,7 +66,7 @@ class RayExecutor : public Executor {
   RayJobsApi api_;
   double poll_s_;
   mutable std::mutex mu_;
-  std::map<std::string, SlotUsage> usage_;  // per node name ("ray node <ip>")
+  std::map<std::string, SlotUsage> usage_;  // per node (eval/executor_usage.h ray_slot)
 };
 
 }  // namespace marathon::eval
