@@ -68,12 +68,17 @@ for step in "$@"; do
       tests/python/test_kernels_mla.py -k "not float32_reference" 2>&1 | tail -25
     ;;
   exploits)
+    # Each exploit wraps a correct kernel it imports as `base` (the KDA starter), as
+    # tests/python/conftest.py builds them: without it the candidate is only an import error.
     for x in timer_tampering other_stream torch_compute cached cuda_fault; do
-      timeout 200 marathon eval tasks/kda --candidate "tests/python/exploits/$x" --json >"$out/exploit.json"
+      cand=$(mktemp -d)
+      cp "tests/python/exploits/$x/"* "$cand/" && cp tasks/kda/starter/kernel.py "$cand/base.py"
+      timeout 200 marathon eval tasks/kda --candidate "$cand" --json >"$out/exploit.json"
       echo "$x: exit $? $(python3 -c "
 import json, sys
 r = json.load(open(sys.argv[1])); r = r.get('result', r)
-print({k: r.get(k) for k in ('status', 'correct', 'score', 'violations')})" "$out/exploit.json" 2>&1 | head -c 600)"
+print({k: r.get(k) for k in ('status', 'correct', 'score', 'violations', 'error')})" "$out/exploit.json" 2>&1 | head -c 600)"
+      rm -rf "$cand"
     done
     rm -f "$out/exploit.json"
     ;;
