@@ -73,11 +73,11 @@ for step in "$@"; do
     for x in timer_tampering other_stream torch_compute cached cuda_fault; do
       cand=$(mktemp -d)
       cp "tests/python/exploits/$x/"* "$cand/" && cp tasks/kda/starter/kernel.py "$cand/base.py"
-      timeout 200 marathon eval tasks/kda --candidate "$cand" --json >"$out/exploit.json"
+      timeout 300 marathon eval tasks/kda --candidate "$cand" --json >"$out/exploit.json"
       echo "$x: exit $? $(python3 -c "
 import json, sys
 r = json.load(open(sys.argv[1])); r = r.get('result', r)
-print({k: r.get(k) for k in ('status', 'correct', 'score', 'violations', 'error')})" "$out/exploit.json" 2>&1 | head -c 600)"
+print({k: r.get(k) for k in ('status', 'correct', 'score', 'violations')}, '| log:', r.get('log', '')[-400:])" "$out/exploit.json" 2>&1 | head -c 1200)"
       rm -rf "$cand"
     done
     rm -f "$out/exploit.json"

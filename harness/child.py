@@ -238,6 +238,12 @@ class Child:
             self.res["status"] = "ok"
             self.phase("done")
             return
+        if self.res["violations"]:
+            # A violation voids the score: timing it would only spend GPU time on a cheat.
+            self.res["timing"] = "skipped: the candidate broke the rules (see violations), so it gets no score"
+            self.res["status"] = "ok"
+            self.phase("done")
+            return
         self.timing(shapes, seed)
         self.res["status"] = "ok"
         self.phase("done")

@@ -159,6 +159,44 @@ def _gpu_present() -> bool:
     return shutil.which("nvidia-smi") is not None or os.path.exists("/dev/nvidia0")
 
 
+def _ncu_command(ncu: str) -> list[str]:
+    cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all"]
+    cmd += ["--csv", "--page", "raw"]
+    for s in SECTIONS:
+        cmd += ["--section", s]
+    return cmd + ["--metrics", ",".join(METRICS), sys.executable, "-m", "harness.child"]
+
+
+def _launch(cmd: list[str], req: dict, wd: Path, env: dict, timeout_s: float):
+    """Run the evaluation child (under ``cmd``) on ``req``; its result, or None where the child
+    wrote none with this request's nonce (it never ran, or something else wrote the file)."""
+    p = subprocess.run(cmd, input=json.dumps(req).encode(), capture_output=True, cwd=wd, env=env, timeout=timeout_s)
+    try:
+        child = json.loads((wd / "result.json").read_text())
+    except (OSError, ValueError):
+        child = None
+    if child is not None and child.get("nonce") != req["nonce"]:
+        child = None
+    (wd / "result.json").unlink(missing_ok=True)
+    return p, child
+
+
+def _first_error(p) -> str:
+    text = (p.stderr + p.stdout).decode("utf-8", "replace")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    err = next((ln for ln in lines if "ERR" in ln.upper()), lines[0] if lines else f"exit {p.returncode}")
+    return err[:300]
+
+
+def _failed(child: dict, p) -> str:
+    return (
+        "the profiled run failed: "
+        + "\n".join(child.get("log", []))
+        + "\n"
+        + p.stderr.decode("utf-8", "replace")[-1500:]
+    )
+
+
 def profile(task: Task, candidate_dir: Path, shape: str | None = None, timeout_s: float = 300) -> dict:
     res = {"schema_version": 1, "task": task.name, "ok": False, "lines": [], "log": ""}
     if not _gpu_present():
@@ -182,65 +220,43 @@ def profile(task: Task, candidate_dir: Path, shape: str | None = None, timeout_s
             "seed": secrets.randbelow(2**31 - 10000),
             "mode": "profile",
             "shape": shape,
-            "ncu": ncu is not None,
         }
         env = dict(os.environ)
         env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        cmd = [sys.executable, "-m", "harness.child"]
+        rows: list[dict] = []
+        why_not_ncu = "Nsight Compute (ncu) not found"
         if ncu:
-            cmd = [
-                ncu,
-                "--clock-control",
-                "none",
-                "--profile-from-start",
-                "off",
-                "--target-processes",
-                "all",
-                "--csv",
-                "--page",
-                "raw",
-            ]
-            for s in SECTIONS:
-                cmd += ["--section", s]
-            cmd += ["--metrics", ",".join(METRICS), sys.executable, "-m", "harness.child"]
-        try:
-            p = subprocess.run(
-                cmd, input=json.dumps(req).encode(), capture_output=True, cwd=d, env=env, timeout=timeout_s
-            )
-        except subprocess.TimeoutExpired:
-            res["log"] = f"profiling did not finish within {timeout_s:.0f} s"
-            return res
-        try:
-            child = json.loads((wd / "result.json").read_text())
-        except (OSError, ValueError):
-            child = {}
-        if child.get("nonce") != req["nonce"] or child.get("status") != "ok":
-            res["log"] = (
-                "the profiled run failed: "
-                + "\n".join(child.get("log", []))
-                + "\n"
-                + p.stderr.decode("utf-8", "replace")[-1500:]
-            )
-            return res
-        res["shape"] = child.get("shape")
-        ceil = child.get("ceilings")
-        if not ncu:
+            try:
+                p, child = _launch(_ncu_command(ncu), req | {"ncu": True}, wd, env, timeout_s)
+            except subprocess.TimeoutExpired:
+                res["log"] = f"profiling did not finish within {timeout_s:.0f} s"
+                return res
+            if child is not None and child.get("status") != "ok":
+                res["log"] = _failed(child, p)
+                return res
+            rows = parse_ncu_csv(p.stdout.decode("utf-8", "replace")) if child is not None else []
+            if not rows:
+                # ncu did not run the candidate (a CUDA toolkit's `ncu` wrapper without Nsight
+                # Compute installed) or read no counters (ERR_NVGPUCTRPERM): the kernel times still
+                # come from torch.profiler, and the reply says why there are no counters.
+                why_not_ncu = f"Nsight Compute at {ncu} gave no counters ({_first_error(p)})"
+        if not rows:
+            try:
+                p, child = _launch([sys.executable, "-m", "harness.child"], req | {"ncu": False}, wd, env, timeout_s)
+            except subprocess.TimeoutExpired:
+                res["log"] = f"profiling did not finish within {timeout_s:.0f} s"
+                return res
+            if child is None or child.get("status") != "ok":
+                res["log"] = _failed(child or {}, p)
+                return res
+            res["shape"] = child.get("shape")
             res["ok"] = True
-            res["lines"] = ["Nsight Compute (ncu) not found: kernel times from torch.profiler only"] + child.get(
-                "kernel_lines", []
-            )
+            res["lines"] = [f"{why_not_ncu}: kernel times from torch.profiler only"] + child.get("kernel_lines", [])
             res["log"] = "\n".join(res["lines"])
             return res
-        rows = parse_ncu_csv(p.stdout.decode("utf-8", "replace"))
-        if not rows:
-            res["log"] = (
-                "ncu produced no kernel rows: "
-                + p.stdout.decode("utf-8", "replace")[-800:]
-                + p.stderr.decode("utf-8", "replace")[-800:]
-            )
-            return res
-        s = summarize(rows, ceil, child.get("flops", 0.0))
+        res["shape"] = child.get("shape")
+        s = summarize(rows, child.get("ceilings"), child.get("flops", 0.0))
         res.update(ok=True, lines=s["lines"], total_us=s["total_us"], tflops=s.get("tflops"))
         res["kernels"] = [{k: v for k, v in x.items() if k != "stalls"} | {"stalls": x["stalls"]} for x in s["kernels"]]
         res["log"] = "\n".join([f"ncu on one call of {res['shape']} (--clock-control none):"] + s["lines"])

@@ -67,3 +67,60 @@ def test_evaluator_command_answers_a_profile_request_in_the_result_schema(tmp_pa
     assert r["schema_version"] == 1 and r["score"] is None and r["correct"] is False
     assert r["profile_ok"] is False and isinstance(r["profile"], list)
     assert "not an evaluation" in r["log"] and "needs a GPU" in r["log"]
+
+
+def _fake_launches(monkeypatch, ncu_stdout=b"", ncu_stderr=b"", ncu_runs_child=False):
+    """The profiler's two launches scripted: `ncu` (which may not run the child at all) and the
+    plain child, which answers with torch.profiler's kernel lines."""
+    import subprocess
+
+    import harness.profile as prof
+
+    calls = []
+
+    def launch(cmd, req, wd, env, timeout_s):
+        calls.append(cmd[0])
+        under_ncu = cmd[0].endswith("ncu")
+        p = subprocess.CompletedProcess(cmd, 1 if under_ncu else 0, ncu_stdout if under_ncu else b"", ncu_stderr)
+        if under_ncu and not ncu_runs_child:
+            return p, None
+        return p, {"nonce": req["nonce"], "status": "ok", "shape": "B1 Sq1", "kernel_lines": ["split: 2.0 us"]}
+
+    monkeypatch.setattr(prof, "_gpu_present", lambda: True)
+    monkeypatch.setattr(prof, "find_ncu", lambda: "/usr/local/cuda/bin/ncu")
+    monkeypatch.setattr(prof, "_launch", launch)
+    return calls
+
+
+def test_an_ncu_that_cannot_run_falls_back_to_torch_profiler_and_says_why(monkeypatch, kda_task):
+    # A CUDA toolkit ships an `ncu` wrapper that fails when Nsight Compute itself is not installed.
+    from harness.profile import profile
+
+    missing = b"ERROR : nsight-compute directory is not found under /usr/local/cuda/bin/../ or /opt/nvidia.\n"
+    calls = _fake_launches(monkeypatch, ncu_stderr=missing)
+    res = profile(kda_task, kda_task.dir / "starter")
+    assert len(calls) == 2 and calls[0] == "/usr/local/cuda/bin/ncu" and "python" in calls[1]
+    assert res["ok"] is True, res["log"]
+    assert res["lines"][0].startswith("Nsight Compute at /usr/local/cuda/bin/ncu gave no counters (ERROR : nsight")
+    assert res["lines"][0].endswith("kernel times from torch.profiler only") and res["lines"][1] == "split: 2.0 us"
+
+
+def test_ncu_without_counter_permission_falls_back_too(monkeypatch, kda_task):
+    from harness.profile import profile
+
+    denied = (
+        b"==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters\n"
+    )
+    calls = _fake_launches(monkeypatch, ncu_stdout=denied, ncu_runs_child=True)
+    res = profile(kda_task, kda_task.dir / "starter")
+    assert len(calls) == 2 and res["ok"] is True
+    assert "ERR_NVGPUCTRPERM" in res["lines"][0] and "torch.profiler only" in res["lines"][0]
+
+
+def test_ncu_rows_are_summarised_without_a_second_run(monkeypatch, kda_task):
+    from harness.profile import profile
+
+    calls = _fake_launches(monkeypatch, ncu_stdout=CSV.encode(), ncu_runs_child=True)
+    res = profile(kda_task, kda_task.dir / "starter")
+    assert len(calls) == 1 and res["ok"] is True
+    assert res["log"].startswith("ncu on one call of B1 Sq1") and "split_kernel" in res["log"]
