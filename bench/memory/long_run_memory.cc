@@ -14,8 +14,8 @@
 //   bench_memory --resume RUN_DIR  the resume alone (what the child does)
 #include <unistd.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -138,8 +138,7 @@ int resume(const fs::path& run_dir) {
       s, static_cast<long long>(runner.state().last_seq),
       static_cast<long long>(runner.stats().checkpoint_seq),
       static_cast<long long>(runner.stats().events_folded_at_start),
-      static_cast<long long>(runner.stats().events_read_at_start), status_kib("VmHWM"),
-      hwm_before);
+      static_cast<long long>(runner.stats().events_read_at_start), status_kib("VmHWM"), hwm_before);
   return 0;
 }
 

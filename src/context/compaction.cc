@@ -1,7 +1,5 @@
 #include "context/compaction.h"
 
-#include "core/fold.h"
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -10,6 +8,7 @@
 
 #include "context/goal_block.h"
 #include "context/token_estimate.h"
+#include "core/fold.h"
 
 namespace marathon::context {
 namespace {

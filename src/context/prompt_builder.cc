@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "core/compaction_log.h"
 #include "context/goal_block.h"
 #include "context/ledger_view.h"
 #include "context/token_estimate.h"
+#include "core/compaction_log.h"
 #include "core/sha256_stream.h"
 
 namespace marathon::context {

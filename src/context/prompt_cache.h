@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "core/compaction_log.h"
-#include "core/state.h"
 #include "context/context_config.h"
 #include "context/ledger_view.h"
 #include "context/token_estimate.h"
 #include "context/transcript.h"
+#include "core/compaction_log.h"
+#include "core/state.h"
 
 namespace marathon::context {
 
@@ -141,7 +141,7 @@ class PromptCache {
   int64_t last_seq_ = 0;
   std::string last_id_;
   const State* state_ = nullptr;  // the last update's
-  CutMap cuts_seen_;               // the compaction log's cuts the units were prepared with
+  CutMap cuts_seen_;              // the compaction log's cuts the units were prepared with
 
   int64_t base_ = 0;  // units_ are built from the events with seq > base_
   UnitBuilder builder_;

@@ -102,9 +102,11 @@ CompactionLog compaction_log_from_json(const json& j) {
   c.noop_tokens = j.at("noop_tokens").get<int64_t>();
   c.pending_request_seq = j.at("pending_request_seq").get<int64_t>();
   c.compactions = j.at("compactions").get<int64_t>();
-  for (const json& cut : j.at("cuts")) c.cuts.emplace(cut.at(0).get<int64_t>(), cut.at(1).get<int64_t>());
+  for (const json& cut : j.at("cuts"))
+    c.cuts.emplace(cut.at(0).get<int64_t>(), cut.at(1).get<int64_t>());
   c.open_proposal_seq = j.at("open_proposal_seq").get<int64_t>();
-  if (c.open_proposal_seq) c.open_proposal = j.at("open_proposal").get<events::CompactionProposed>();
+  if (c.open_proposal_seq)
+    c.open_proposal = j.at("open_proposal").get<events::CompactionProposed>();
   c.open_response_seq = j.at("open_response_seq").get<int64_t>();
   if (c.open_response_seq) c.open_response = j.at("open_response").get<events::ModelResponse>();
   return c;

@@ -215,7 +215,7 @@ void apply_typed(State& s, const Event& e) {
   } else if (is<RunStopRequested>(e)) {
     s.stop_requested = e.payload.get<RunStopRequested>().reason;
   } else if (is<RunResumed>(e)) {
-    s.stop_requested.reset();  // asked of an earlier session
+    s.stop_requested.reset();           // asked of an earlier session
     close_segment(s, s.last_event_us);  // a crash ends a segment at its last event
     open_segment(s, e.recorded_at_us);
     s.paused = false;

@@ -7,9 +7,9 @@
 
 #include "core/fork.h"
 #include "core/run_dir.h"
+#include "core/turn_tracker.h"
 #include "core/workspace_snapshot.h"
 #include "loop/drive.h"
-#include "core/turn_tracker.h"
 
 namespace marathon {
 

@@ -160,9 +160,9 @@ std::optional<RunReport> Runner::check_stops() {
     case K::kInterrupted:
       return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
     case K::kStopRequested:
-      return pause("stopped",
-                   fmt::format("stopped on request ({}); `marathon resume` carries on",
-                               state_.stop_requested->empty() ? "no reason given" : *state_.stop_requested));
+      return pause("stopped", fmt::format("stopped on request ({}); `marathon resume` carries on",
+                                          state_.stop_requested->empty() ? "no reason given"
+                                                                         : *state_.stop_requested));
     case K::kGoalPaused:
       return pause("goal_paused",
                    "the goal is paused; `marathon goal resume` then `marathon resume`");

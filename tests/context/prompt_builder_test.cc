@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "core/compaction_log.h"
 #include "context/goal_block.h"
 #include "context/ledger_view.h"
+#include "core/compaction_log.h"
 #include "log_builder.h"
 
 namespace marathon::context {

@@ -47,7 +47,8 @@ TEST(StateJson, RoundTripsEveryFieldOfAStateThatUsesThemAll) {
   auto store = stored_log(d / "events.db");
   State s = full_fold(*store);
   // The log leaves every part of the state non-default (so a field the JSON forgot would show).
-  ASSERT_TRUE(s.created && s.done && s.compaction.installed_seq != 0 && s.best_score && s.baseline_score);
+  ASSERT_TRUE(s.created && s.done && s.compaction.installed_seq != 0 && s.best_score &&
+              s.baseline_score);
   ASSERT_FALSE(s.in_flight.empty() || s.tool_calls_by_name.empty() || s.eval_cache.empty() ||
                s.candidates.empty() || s.budget_warnings.empty() || s.forked_from.empty());
   ASSERT_GT(s.compaction.compactions, 0);
@@ -70,7 +71,8 @@ TEST(StateJson, MissingOrMistypedFieldIsNamed) {
         try {
           state_from_json(j);
         } catch (const std::invalid_argument& e) {
-          EXPECT_NE(std::string(e.what()).find("tool_calls_by_name"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("tool_calls_by_name"), std::string::npos)
+              << e.what();
           throw;
         }
       },
