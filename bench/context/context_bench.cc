@@ -287,7 +287,8 @@ void size_table(int steps) {
       for (const Event& e : r.events) elisions += e.type == events::CompactionElided::kType;
       std::printf("| %d | %zu | %lld | %zu | %zu | %d | %lld |\n", i, r.events.size(),
                   static_cast<long long>(p.tokens_estimate), p.messages.dump().size(),
-                  p.messages.size(), elisions, static_cast<long long>(r.state.compactions));
+                  p.messages.size(), elisions,
+                  static_cast<long long>(r.state.compaction.compactions));
     }
   }
 }

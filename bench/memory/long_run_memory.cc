@@ -14,6 +14,7 @@
 //   bench_memory --resume RUN_DIR  the resume alone (what the child does)
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -94,19 +95,30 @@ class ScriptedPolicy : public Policy {
   int summaries_ = 0;
 };
 
-// Prints the memory at every 1,000th finished tool call.
+// Prints the memory at every 1,000th finished tool call: the resident set (VmRSS) and its peak
+// (VmHWM), and the resident set split into the process's own memory (RssAnon, with its peak
+// sampled at every finished call) and pages of mapped files (RssFile: the event log, which SQLite
+// reads through mmap, and the binary).
 class MemoryProbe : public ProgressSink {
  public:
   void on_event(const Event& e, const State& s) override {
-    if (!is<events::ToolFinished>(e) || s.used.tool_calls % 1000 != 0) return;
+    if (!is<events::ToolFinished>(e)) return;
+    const long anon = status_kib("RssAnon");
+    anon_peak = std::max(anon_peak, anon);
+    if (s.used.tool_calls % 1000 != 0) return;
     long rss = status_kib("VmRSS"), hwm = status_kib("VmHWM");
-    if (s.used.tool_calls == 1000) hwm_at_1000 = hwm;
+    if (s.used.tool_calls == 1000) hwm_at_1000 = hwm, anon_peak_at_1000 = anon_peak;
     std::printf(
-        "call %6lld  events %7lld  rss %7ld KiB  peak %7ld KiB  peak/peak@1000 %.3f  (%.0f s)\n",
+        "call %6lld  events %7lld  rss %7ld KiB  peak %7ld KiB  peak/peak@1000 %.3f  anon %7ld "
+        "KiB  anon peak %7ld KiB  anon peak/anon peak@1000 %.3f  file %7ld KiB  (%.0f s)\n",
         static_cast<long long>(s.used.tool_calls), static_cast<long long>(s.last_seq), rss, hwm,
-        hwm_at_1000 > 0 ? double(hwm) / double(hwm_at_1000) : 0.0, seconds_since(t0));
+        hwm_at_1000 > 0 ? double(hwm) / double(hwm_at_1000) : 0.0, anon, anon_peak,
+        anon_peak_at_1000 > 0 ? double(anon_peak) / double(anon_peak_at_1000) : 0.0,
+        status_kib("RssFile"), seconds_since(t0));
     std::fflush(stdout);
   }
+  long anon_peak = 0;
+  long anon_peak_at_1000 = 0;
   long hwm_at_1000 = 0;
   Clock::time_point t0 = Clock::now();
 };
@@ -120,9 +132,13 @@ int resume(const fs::path& run_dir) {
   Runner runner(*store, policy, tools, run_dir, RunnerHooks{});
   double s = seconds_since(t0);
   std::printf(
-      "resume: open the log and construct the runner: %.3f s, %lld events folded; peak %ld KiB "
+      "resume: open the log and construct the runner: %.3f s, %lld events in the log; from the "
+      "checkpoint at seq %lld, %lld events folded after it, %lld read into memory; peak %ld KiB "
       "(%ld KiB before opening)\n",
-      s, static_cast<long long>(runner.state().last_seq), status_kib("VmHWM"), hwm_before);
+      s, static_cast<long long>(runner.state().last_seq),
+      static_cast<long long>(runner.stats().checkpoint_seq),
+      static_cast<long long>(runner.stats().events_folded_at_start),
+      static_cast<long long>(runner.stats().events_read_at_start), status_kib("VmHWM"), hwm_before);
   return 0;
 }
 

@@ -64,7 +64,7 @@ std::string human(const State& s) {
                     u.cache_read_tokens, u.cache_write_tokens, u.prompt_tokens));
   }
   line(fmt::format("ledger     {} entries; workspace {} files; compactions {}", s.ledger.size(),
-                   s.workspace.size(), s.compactions));
+                   s.workspace.size(), s.compaction.compactions));
   for (const auto& [id, f] : s.in_flight) {
     line(fmt::format("in flight  {} ({}) since seq {}", f.name, id, f.started_seq));
   }

@@ -8,6 +8,7 @@
 
 #include "context/goal_block.h"
 #include "context/token_estimate.h"
+#include "core/fold.h"
 
 namespace marathon::context {
 namespace {
@@ -222,7 +223,8 @@ SummaryRequest summary_request(const std::vector<Event>& events, const ContextCo
                                const std::string& previous_summary, int64_t after_seq,
                                int64_t through_seq, int64_t elided_through) {
   PromptCache cache(config);
-  return summary_request_from(cache.units_after(events, after_seq), config, previous_summary,
+  const State state = fold(events);
+  return summary_request_from(cache.units_after(state, events, after_seq), config, previous_summary,
                               after_seq, through_seq, elided_through);
 }
 
@@ -292,7 +294,7 @@ CompactionPlan plan_compaction(const State& state, const std::vector<Event>& eve
 
 CompactionPlan plan_compaction(PromptCache& cache, const State& state,
                                const std::vector<Event>& events, Force force) {
-  cache.update(events);
+  cache.update(state, events);
   const ContextConfig& config = cache.config();
   const CompactionLog& c = cache.compaction_log();
   CompactionPlan p;
@@ -436,12 +438,12 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
   auto append = [&](NewEvent e) { r.appended.push_back(io.append(e)); };
 
   // Everything read from state, events and the cache happens here, before the first append.
-  cache.update(events);
+  cache.update(state, events);
   const ContextConfig& config = cache.config();
   const CompactionLog c = cache.compaction_log();
   const Layout layout = make_layout(state, cache);  // units after the installed summary point
   Layout after_layout = layout;
-  after_layout.units = cache.units_after(events, plan.summarize_through);
+  after_layout.units = cache.units_after(state, events, plan.summarize_through);
   auto tokens_with = [&](const std::string& summary) {
     return natural_tokens(after_layout,
                           ContextView{summary, plan.summarize_through, plan.elide_through}, config);

@@ -40,10 +40,10 @@
 #include <string>
 #include <vector>
 
-#include "context/compaction_log.h"
 #include "context/context_config.h"
 #include "context/prompt_builder.h"
 #include "context/summariser.h"
+#include "core/compaction_log.h"
 #include "core/state.h"
 
 namespace marathon::context {

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "context/compaction_log.h"
 #include "context/goal_block.h"
 #include "context/ledger_view.h"
 #include "context/token_estimate.h"
+#include "core/compaction_log.h"
 #include "core/sha256_stream.h"
 
 namespace marathon::context {
@@ -193,7 +193,7 @@ Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& conf
 }
 
 Prompt build_prompt(PromptCache& cache, const State& state, const std::vector<Event>& events) {
-  cache.update(events);
+  cache.update(state, events);
   const CompactionLog& c = cache.compaction_log();
   const ContextView v{c.summary, c.summarized_through, c.elided_through};
   const Layout l = make_layout(state, cache);

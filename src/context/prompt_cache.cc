@@ -172,15 +172,15 @@ void PromptCache::reset() {
   seen_ = 0;
   last_seq_ = 0;
   last_id_.clear();
-  log_ = CompactionLog{};
-  fit_ = TokenRatioFit{};
+  cuts_seen_.clear();
   base_ = 0;
   builder_.reset();
   units_.clear();
   open_shown_ = false;
 }
 
-void PromptCache::update(const std::vector<Event>& events) {
+void PromptCache::update(const State& state, const std::vector<Event>& events) {
+  state_ = &state;
   // The events after the last one this cache read: found by seq, since the caller may have dropped
   // a prefix it no longer needs (drop_summarized_events).
   size_t from = 0;
@@ -196,22 +196,20 @@ void PromptCache::update(const std::vector<Event>& events) {
   }
   if (from == events.size()) return;
   const bool fresh = seen_ == 0;
-  const CutMap cuts_before = log_.cuts;  // almost always empty
-  for (size_t i = from; i < events.size(); ++i) {
-    apply_compaction_event(log_, events[i]);
-    fit_.add(events[i]);
-  }
+  const CompactionLog& log = state.compaction;
+  const CutMap cuts_before = std::move(cuts_seen_);  // almost always empty
+  cuts_seen_ = log.cuts;
   seen_ += events.size() - from;
   last_seq_ = events.back().seq;
   last_id_ = events.back().id;
 
-  const int64_t cut = log_.summarized_through;
+  const int64_t cut = log.summarized_through;
   if (fresh || cut < base_) {
     rebuild(events, cut);
     return;
   }
   feed(events, from);
-  if (log_.cuts != cuts_before) apply_new_cuts(cuts_before);
+  if (log.cuts != cuts_before) apply_new_cuts(cuts_before);
   if (cut == base_) return;
   // A summary was installed: the units it covers leave the cache. What a build from the cut gives
   // is exactly the units that start after it: until the first unit starts after the cut, a build
@@ -245,18 +243,18 @@ void PromptCache::feed(const std::vector<Event>& events, size_t from) {
   }
   std::vector<Unit> closed;
   for (size_t i = from; i < events.size(); ++i) builder_.add(events[i], closed);
-  for (Unit& u : closed) units_.push_back(prepare_unit(std::move(u), config_, log_.cuts));
+  for (Unit& u : closed) units_.push_back(prepare_unit(std::move(u), config_, cuts_seen_));
   Unit open;
   if (builder_.peek_open(&open)) {
-    units_.push_back(prepare_unit(std::move(open), config_, log_.cuts));
+    units_.push_back(prepare_unit(std::move(open), config_, cuts_seen_));
     open_shown_ = true;
   }
 }
 
 void PromptCache::apply_new_cuts(const CutMap& before) {
   auto changed = [&](int64_t seq) {
-    auto now = log_.cuts.find(seq);
-    if (now == log_.cuts.end()) return false;
+    auto now = cuts_seen_.find(seq);
+    if (now == cuts_seen_.end()) return false;
     auto was = before.find(seq);
     return was == before.end() || was->second != now->second;
   };
@@ -267,7 +265,7 @@ void PromptCache::apply_new_cuts(const CutMap& before) {
     if (!hit) continue;
     Unit raw{u.first_seq, u.last_seq, {}, u.paused_turn};
     for (PreparedMessage& m : u.messages) raw.messages.push_back(std::move(m.raw));
-    u = prepare_unit(std::move(raw), config_, log_.cuts);
+    u = prepare_unit(std::move(raw), config_, cuts_seen_);
     any = true;
   }
   if (any) ++epoch_;  // the messages lent with the last prompt are stale
@@ -279,22 +277,24 @@ size_t PromptCache::units_through(int64_t after_seq) const {
   return k;
 }
 
-std::span<const PreparedUnit> PromptCache::units_after(const std::vector<Event>& events,
+std::span<const PreparedUnit> PromptCache::units_after(const State& state,
+                                                       const std::vector<Event>& events,
                                                        int64_t after_seq) {
-  update(events);
+  update(state, events);
   if (after_seq == base_) return units_;
   if (after_seq > base_)
     return std::span<const PreparedUnit>(units_).subspan(units_through(after_seq));
   scratch_.clear();
   for (Unit& u : build_units(events, after_seq))
-    scratch_.push_back(prepare_unit(std::move(u), config_, log_.cuts));
+    scratch_.push_back(prepare_unit(std::move(u), config_, cuts_seen_));
   return scratch_;
 }
 
 int64_t PromptCache::summary_tokens() {
-  if (summary_seq_ != log_.installed_seq) {
-    summary_seq_ = log_.installed_seq;
-    summary_tokens_ = estimate_text_tokens(log_.summary);
+  const CompactionLog& log = state_->compaction;
+  if (summary_seq_ != log.installed_seq) {
+    summary_seq_ = log.installed_seq;
+    summary_tokens_ = estimate_text_tokens(log.summary);
   }
   return summary_tokens_;
 }

@@ -18,11 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "context/compaction_log.h"
 #include "context/context_config.h"
 #include "context/ledger_view.h"
 #include "context/token_estimate.h"
 #include "context/transcript.h"
+#include "core/compaction_log.h"
+#include "core/state.h"
 
 namespace marathon::context {
 
@@ -87,14 +88,17 @@ class PromptCache {
  public:
   PromptCache(ContextConfig config, json tools = json::array());
 
-  // Brings the cache up to `events` (sorted by seq, as the store returns them).
-  void update(const std::vector<Event>& events);
+  // Brings the cache up to `events` (sorted by seq, as the store returns them), whose fold is
+  // `state` (the compaction log and the token calibration are read from it; `state` must outlive
+  // the cache's use until the next update).
+  void update(const State& state, const std::vector<Event>& events);
 
   const ContextConfig& config() const { return config_; }
   const json& tools() const { return tools_; }
   int64_t tools_tokens() const { return tools_tokens_; }
-  const CompactionLog& compaction_log() const { return log_; }
-  double ratio() const { return fit_.ratio(); }
+  // The state of the last update's compaction log and calibration ratio.
+  const CompactionLog& compaction_log() const { return state_->compaction; }
+  double ratio() const { return state_->token_fit.ratio(); }
 
   // The units after the installed summary point, as build_units(events, summarized_through) gives
   // them (the last one may still be open: it is shown closed, with placeholder results).
@@ -102,7 +106,8 @@ class PromptCache {
 
   // The units after `after_seq`: a suffix of units() when the cut is after the installed one (what
   // compaction plans), else built from `events` (valid until the next call).
-  std::span<const PreparedUnit> units_after(const std::vector<Event>& events, int64_t after_seq);
+  std::span<const PreparedUnit> units_after(const State& state, const std::vector<Event>& events,
+                                            int64_t after_seq);
 
   // Raw token estimate of the installed summary's text (computed once per summary).
   int64_t summary_tokens();
@@ -135,8 +140,8 @@ class PromptCache {
   size_t seen_ = 0;  // events read so far (0: none since the last reset)
   int64_t last_seq_ = 0;
   std::string last_id_;
-  CompactionLog log_;
-  TokenRatioFit fit_;
+  const State* state_ = nullptr;  // the last update's
+  CutMap cuts_seen_;              // the compaction log's cuts the units were prepared with
 
   int64_t base_ = 0;  // units_ are built from the events with seq > base_
   UnitBuilder builder_;
@@ -166,7 +171,9 @@ class PromptCache {
 // assembly reads next lies there (they read the units after that point, which the cache holds, and
 // the events after it), so a caller that keeps its events in memory keeps only these and its memory
 // does not grow with the log. Given the shortened list, the cache gives what it gives for the whole
-// log (tests/context/incremental_prompt_test.cc); a fresh cache needs the whole log.
+// log (tests/context/incremental_prompt_test.cc). A fresh cache needs only the events after the
+// state's summary point too: what it reads of older events (the compaction log, the token
+// calibration) is folded into State.
 void drop_summarized_events(const PromptCache& cache, std::vector<Event>& events);
 
 }  // namespace marathon::context

@@ -32,12 +32,12 @@ CompactResult compact_run(const std::filesystem::path& run_dir, bool now) {
         run_dir.string());
     return r;
   }
-  if (s.pending_compaction_request == 0) {
+  if (s.compaction.pending_request_seq == 0) {
     Event e = store->append(make_event(events::CompactionRequested{"manual"}));
     apply(s, e);
     events.push_back(e);
   }
-  r.seq = s.pending_compaction_request;
+  r.seq = s.compaction.pending_request_seq;
   if (!now) return r;
 
   context::ContextConfig cfg = context::ContextConfig::from_run_config(s.config);

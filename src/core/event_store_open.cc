@@ -68,6 +68,10 @@ void configure_writer(sqlite3* db, const std::string& path) {
   Stmt wal(db, path, "PRAGMA journal_mode=WAL");
   if (!wal.step() || wal.text(0) != "wal") reject(path, "cannot switch to WAL journal mode");
   exec(db, path, "PRAGMA synchronous=FULL");
+  // A writer (a runner) appends for hours and reads little (it starts from a fold checkpoint):
+  // log pages it touched through a memory map would stay in its resident set as the log grows, so
+  // it reads through SQLite's bounded page cache instead. Readers (status, fold) keep the map.
+  exec(db, path, "PRAGMA mmap_size=0");
 }
 
 // The log files this process holds connections to, by connection: (device, inode). POSIX record

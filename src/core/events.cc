@@ -1059,7 +1059,6 @@ const std::vector<TypeInfo>& all_types() {
 
 const std::vector<std::pair<std::string, std::vector<std::string>>>& fold_skipped_fields() {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kSkipped = {
-      {ModelResponse::kType, {std::string("$.") + kMessage}},
       {ToolFinished::kType, {"$.output"}},
       {ToolStarted::kType, {std::string("$.") + kArguments}},
   };

@@ -552,8 +552,10 @@ struct TypeInfo {
 };
 const std::vector<TypeInfo>& all_types();
 
-// The bulky payload fields fold() never reads, per type, as JSON paths ("$.message"): load_state
-// skips their text. A fold rule that needs one must take it off this list.
+// The bulky payload fields fold() never reads, per type, as JSON paths ("$.output"): load_state
+// skips their text. A fold rule that needs one must take it off this list (model.response's
+// message is read: State::turn keeps the last turn's tool calls, State::compaction an
+// interrupted compaction's summariser reply).
 const std::vector<std::pair<std::string, std::vector<std::string>>>& fold_skipped_fields();
 
 // A compaction.* type, known to this binary or not.

@@ -61,21 +61,16 @@ void on_model_response(State& s, const ModelResponse& p) {
                    static_cast<double>(p.usage.cache_write_tokens));
 }
 
-void on_tool_finished(State& s, const Event& e, const ToolFinished& p) {
-  ToolCallRecord r;
-  r.call_id = p.call_id;
-  r.name = p.name;
-  r.finished_seq = e.seq;
-  r.ok = p.ok;
+void on_tool_finished(State& s, const ToolFinished& p) {
+  std::string name = p.name;
   if (auto it = s.in_flight.find(p.call_id); it != s.in_flight.end()) {
-    r.started_seq = it->second.started_seq;
-    if (r.name.empty()) r.name = it->second.name;
+    if (name.empty()) name = it->second.name;
     s.in_flight.erase(it);
   }
   // A call the run ended before (not_run: the budget or the target stopped it) used nothing.
   if (!p.not_run) s.used.tool_calls += 1;
   if (p.gpu_s) s.used.gpu_s += *p.gpu_s;
-  s.tool_history.push_back(std::move(r));
+  if (!name.empty()) s.tool_calls_by_name[name] += 1;
 }
 
 std::string failure_of(EvalStatus status, const EvalResult& r) {
@@ -167,20 +162,7 @@ void on_goal_changed(State& s, const GoalChanged& p) {
   if (p.target) g.target = p.target;
 }
 
-void on_compaction_installed(State& s, const Event& e, const CompactionInstalled& p) {
-  s.pending_compaction_request = 0;
-  if (p.outcome == CompactionOutcome::kCompacted) {
-    s.compactions += 1;
-    Summary sum;
-    sum.text = p.summary;
-    sum.summarized_through = p.scope.summarized_through;
-    sum.installed_seq = e.seq;
-    s.summary = std::move(sum);
-  } else if (p.outcome == CompactionOutcome::kNoop) {
-    s.last_compaction_noop_seq = e.seq;
-  }
-}
-
+// Every type but model.response (apply() reads that one once for every part of the fold).
 void apply_typed(State& s, const Event& e) {
   if (!e.payload.is_object()) throw PayloadError(e.type, "payload", "is not an object");
   if (is<RunCreated>(e)) {
@@ -190,8 +172,6 @@ void apply_typed(State& s, const Event& e) {
     int64_t turn = e.payload.get<ModelRequest>().turn.value_or(s.last_goal_turn + 1);
     if (turn != s.last_goal_turn) s.goal.turns_without_progress += 1;
     s.last_goal_turn = turn;
-  } else if (is<ModelResponse>(e)) {
-    on_model_response(s, e.payload.get<ModelResponse>());
   } else if (is<ToolStarted>(e)) {
     auto p = e.payload.get<ToolStarted>();
     InFlightTool f;
@@ -201,7 +181,7 @@ void apply_typed(State& s, const Event& e) {
     f.started_seq = e.seq;
     s.in_flight[f.call_id] = std::move(f);
   } else if (is<ToolFinished>(e)) {
-    on_tool_finished(s, e, e.payload.get<ToolFinished>());
+    on_tool_finished(s, e.payload.get<ToolFinished>());
   } else if (is<WorkspaceWritten>(e)) {
     auto p = e.payload.get<WorkspaceWritten>();
     if (p.deleted) {
@@ -221,10 +201,6 @@ void apply_typed(State& s, const Event& e) {
     l.kind = p.kind;
     l.text = p.text;
     s.ledger.push_back(std::move(l));
-  } else if (is<CompactionRequested>(e)) {
-    s.pending_compaction_request = e.seq;
-  } else if (is<CompactionInstalled>(e)) {
-    on_compaction_installed(s, e, e.payload.get<CompactionInstalled>());
   } else if (is<GoalChanged>(e)) {
     on_goal_changed(s, e.payload.get<GoalChanged>());
   } else if (is<BudgetWarned>(e)) {
@@ -236,7 +212,10 @@ void apply_typed(State& s, const Event& e) {
   } else if (is<RunPaused>(e)) {
     close_segment(s, e.recorded_at_us);
     s.paused = true;
+  } else if (is<RunStopRequested>(e)) {
+    s.stop_requested = e.payload.get<RunStopRequested>().reason;
   } else if (is<RunResumed>(e)) {
+    s.stop_requested.reset();           // asked of an earlier session
     close_segment(s, s.last_event_us);  // a crash ends a segment at its last event
     open_segment(s, e.recorded_at_us);
     s.paused = false;
@@ -263,7 +242,20 @@ void apply_typed(State& s, const Event& e) {
 
 void apply(State& s, const Event& e) {
   try {
-    apply_typed(s, e);
+    if (is<ModelResponse>(e)) {
+      // The largest payload (the model's message): read once for every part of the fold.
+      if (!e.payload.is_object()) throw PayloadError(e.type, "payload", "is not an object");
+      const ModelResponse p = e.payload.get<ModelResponse>();
+      on_model_response(s, p);
+      apply_compaction_response(s.compaction, e.seq, p);
+      s.token_fit.add_response(p);
+      s.turn.apply_response(p);
+    } else {
+      apply_typed(s, e);
+      apply_compaction_event(s.compaction, e);
+      s.token_fit.add(e);
+      s.turn.apply(e);
+    }
   } catch (const std::exception& ex) {
     throw_payload_error(e, ex);
   }

@@ -39,6 +39,10 @@ std::optional<EvalCacheEntry> read_eval_cache_entry(const json& j) {
   }
 }
 
+json installed_summary(const State& s) {
+  return s.compaction.installed_seq != 0 ? json(s.compaction.summary) : json(nullptr);
+}
+
 json to_json(const State& s) {
   json ledger = json::array();
   for (const LedgerEntry& l : s.ledger) {
@@ -60,10 +64,10 @@ json to_json(const State& s) {
                          {"started_seq", f.started_seq}});
   }
   json summary = nullptr;
-  if (s.summary) {
-    summary = {{"text", s.summary->text},
-               {"summarized_through", s.summary->summarized_through},
-               {"installed_seq", s.summary->installed_seq}};
+  if (s.compaction.installed_seq != 0) {
+    summary = {{"text", s.compaction.summary},
+               {"summarized_through", s.compaction.summarized_through},
+               {"installed_seq", s.compaction.installed_seq}};
   }
   const BudgetUsed& u = s.used;
   const BudgetLimits& l = s.limits;
@@ -116,9 +120,9 @@ json to_json(const State& s) {
       {"ledger", ledger},
       {"workspace_files", s.workspace.size()},
       {"candidates", s.candidates.size()},
-      {"compactions", s.compactions},
+      {"compactions", s.compaction.compactions},
       {"summary", summary},
-      {"pending_compaction_request", s.pending_compaction_request},
+      {"pending_compaction_request", s.compaction.pending_request_seq},
       {"forked_from", s.forked_from.empty() ? json(nullptr) : json(s.forked_from)},
       {"replay_of", s.replay_of.empty() ? json(nullptr) : json(s.replay_of)},
       {"sandbox",

@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "core/compaction_log.h"
 #include "core/events.h"
+#include "core/token_fit.h"
+#include "core/turn_tracker.h"
 
 namespace marathon {
 
@@ -80,24 +83,6 @@ struct InFlightTool {
   bool operator==(const InFlightTool&) const = default;
 };
 
-struct ToolCallRecord {  // a finished tool call, in order (for prompt assembly / elision)
-  std::string call_id;
-  std::string name;
-  int64_t started_seq = 0;
-  int64_t finished_seq = 0;
-  bool ok = false;
-
-  bool operator==(const ToolCallRecord&) const = default;
-};
-
-struct Summary {  // the installed compaction summary
-  std::string text;
-  int64_t summarized_through = 0;  // seq: events up to here are covered by the summary
-  int64_t installed_seq = 0;
-
-  bool operator==(const Summary&) const = default;
-};
-
 // One entry of State::eval_cache, stored as JSON {candidate, status, result, seq} (checkpoints keep
 // it in that form): what an eval.finished with a cache_key recorded.
 struct EvalCacheEntry {
@@ -133,11 +118,18 @@ struct State {
   std::map<std::string, std::map<std::string, std::string>>
       candidates;                                 // hash -> workspace snapshot
   std::map<std::string, InFlightTool> in_flight;  // call_id -> started, not finished
-  std::vector<ToolCallRecord> tool_history;
-  std::optional<Summary> summary;
-  int64_t compactions = 0;
-  int64_t last_compaction_noop_seq = 0;    // seq of the last compaction that freed nothing
-  int64_t pending_compaction_request = 0;  // seq of a manual request not yet served
+  // Finished tool calls per tool. The names are the registry's: a call to an unknown tool is
+  // refused before it is logged, so this stays as small as the tool set.
+  std::map<std::string, int64_t> tool_calls_by_name;
+  // The loop's own projections of the log, folded here with the rest so that one pass (and one
+  // checkpoint) gives them all: compaction (the installed summary, elisions, cuts, an interrupted
+  // compaction), the token-estimate calibration, the conversation's turn state.
+  CompactionLog compaction;
+  TokenRatioFit token_fit;
+  TurnTracker turn;
+  // The reason of a run.stop_requested not yet followed by a run.resumed (the runner stops at its
+  // next step).
+  std::optional<std::string> stop_requested;
 
   bool paused = false;
   bool done = false;
@@ -175,6 +167,9 @@ json own_spend_json(const State& s);
 // original's spend and what the replay spent itself, e.g. "replayed from run-1: the original spent
 // $0.42, 12000 tokens in 9 model calls, 0 s GPU; this replay: $0, 0 tokens, 0 model calls".
 std::string replay_spend_note(const State& s);
+
+// The installed compaction summary's text, or null when none is installed.
+json installed_summary(const State& s);
 
 // JSON view of the state (used by `marathon status --json`; includes the fields that contract
 // names: events, tool_calls, model_calls, evaluations, best_score, best_candidate, done, budget).

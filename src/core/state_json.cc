@@ -11,9 +11,10 @@ namespace {
 #if defined(__GLIBCXX__) && defined(__x86_64__) && !defined(_GLIBCXX_DEBUG)
 // A field added to State (or to a struct inside it) must be added here and to state_from_json, and
 // kFoldVersion bumped: otherwise a checkpoint silently loses it. This trips when the size changes.
-static_assert(sizeof(State) == 976 && sizeof(GoalState) == 136 && sizeof(LedgerEntry) == 152 &&
-                  sizeof(InFlightTool) == 88 && sizeof(ToolCallRecord) == 88 &&
-                  sizeof(Summary) == 48 && sizeof(BudgetUsed) == 72 && sizeof(BudgetLimits) == 40,
+static_assert(sizeof(State) == 1984 && sizeof(GoalState) == 136 && sizeof(LedgerEntry) == 152 &&
+                  sizeof(InFlightTool) == 88 && sizeof(CompactionLog) == 776 &&
+                  sizeof(TokenRatioFit) == 104 && sizeof(TurnTracker) == 144 &&
+                  sizeof(BudgetUsed) == 72 && sizeof(BudgetLimits) == 40,
               "State changed: update state_json.cc and bump kFoldVersion in core/fold.h");
 #endif
 
@@ -126,16 +127,8 @@ json state_to_json(const State& s) {
   for (const auto& [id, f] : s.in_flight) {
     in_flight.push_back({id, f.call_id, f.name, checked(f.arguments, "arguments"), f.started_seq});
   }
-  json history = json::array();
-  for (const ToolCallRecord& r : s.tool_history) {
-    history.push_back({r.call_id, r.name, r.started_seq, r.finished_seq, r.ok});
-  }
   json eval_cache = json::object();
   for (const auto& [k, v] : s.eval_cache) eval_cache[k] = checked(v, "eval_cache");
-  json summary = nullptr;
-  if (s.summary) {
-    summary = {s.summary->text, s.summary->summarized_through, s.summary->installed_seq};
-  }
   return json{
       {"last_seq", s.last_seq},
       {"created", s.created},
@@ -163,11 +156,11 @@ json state_to_json(const State& s) {
       {"workspace", s.workspace},
       {"candidates", s.candidates},
       {"in_flight", std::move(in_flight)},
-      {"tool_history", std::move(history)},
-      {"summary", std::move(summary)},
-      {"compactions", s.compactions},
-      {"last_compaction_noop_seq", s.last_compaction_noop_seq},
-      {"pending_compaction_request", s.pending_compaction_request},
+      {"tool_calls_by_name", s.tool_calls_by_name},
+      {"compaction", to_json(s.compaction)},
+      {"token_fit", s.token_fit.to_json()},
+      {"turn", s.turn.to_json()},
+      {"stop_requested", s.stop_requested ? json(*s.stop_requested) : json()},
       {"paused", s.paused},
       {"done", s.done},
       {"finish_reason", s.finish_reason},
@@ -266,19 +259,26 @@ State state_from_json(json j) {
     t.started_seq = f.item(4).i64();
     s.in_flight.emplace(f.item(0).str(), std::move(t));
   }
-  In history = in.at("tool_history");
-  s.tool_history.reserve(history.array().size());
-  for (size_t i = 0; i < history.array().size(); ++i) {
-    In r = history.item(i);
-    s.tool_history.push_back(
-        {r.item(0).str(), r.item(1).str(), r.item(2).i64(), r.item(3).i64(), r.item(4).boolean()});
+  In by_name = in.at("tool_calls_by_name");
+  for (auto& [k, v] : by_name.object().items()) {
+    s.tool_calls_by_name.emplace_hint(s.tool_calls_by_name.end(), k, In(v, &by_name, k).i64());
   }
-  if (In sum = in.at("summary"); !sum.raw().is_null()) {
-    s.summary = Summary{sum.item(0).str(), sum.item(1).i64(), sum.item(2).i64()};
+  // The loop's projections: their own JSON forms, read with nlohmann's checks.
+  for (const char* key : {"compaction", "token_fit", "turn"}) {
+    In part = in.at(key);
+    try {
+      if (std::string_view(key) == "compaction") {
+        s.compaction = compaction_log_from_json(part.raw());
+      } else if (std::string_view(key) == "token_fit") {
+        s.token_fit = TokenRatioFit::from_json(part.raw());
+      } else {
+        s.turn = TurnTracker::from_json(part.raw());
+      }
+    } catch (const std::exception& e) {
+      part.fail(e.what());
+    }
   }
-  s.compactions = in.at("compactions").i64();
-  s.last_compaction_noop_seq = in.at("last_compaction_noop_seq").i64();
-  s.pending_compaction_request = in.at("pending_compaction_request").i64();
+  if (In stop = in.at("stop_requested"); !stop.raw().is_null()) s.stop_requested = stop.str();
   s.paused = in.at("paused").boolean();
   s.done = in.at("done").boolean();
   s.finish_reason = in.at("finish_reason").str();

@@ -7,9 +7,9 @@
 
 #include "core/fork.h"
 #include "core/run_dir.h"
+#include "core/turn_tracker.h"
 #include "core/workspace_snapshot.h"
 #include "loop/drive.h"
-#include "loop/turn_tracker.h"
 
 namespace marathon {
 
@@ -271,8 +271,8 @@ json comparable_state(const State& s) {
           {"workspace", s.workspace},
           {"candidates", s.candidates},
           {"in_flight", in_flight},
-          {"compactions", s.compactions},
-          {"summary", s.summary ? json(s.summary->text) : json(nullptr)},
+          {"compactions", s.compaction.compactions},
+          {"summary", installed_summary(s)},
           {"budget_warnings", s.budget_warnings},
           {"done", s.done},
           {"finish_reason", s.finish_reason}};

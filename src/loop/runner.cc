@@ -75,12 +75,16 @@ Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools,
       run_dir_(std::move(run_dir)),
       hooks_(std::move(hooks)) {
   if (!hooks_.now_us) hooks_.now_us = system_now_us;
-  for (Event& e : store_.read()) {
+  // The newest fold checkpoint and the events after it give the state; the events kept in memory
+  // are those after the installed summary point, all that prompt assembly and compaction read.
+  if (std::optional<State> c = read_checkpoint(store_, INT64_MAX)) state_ = std::move(*c);
+  stats_.checkpoint_seq = state_.last_seq;
+  for (const Event& e : store_.read(state_.last_seq + 1)) {
     apply(state_, e);
-    turns_.apply(e);
-    note_stop_request(e);
-    events_.push_back(std::move(e));
+    ++stats_.events_folded_at_start;
   }
+  events_ = store_.read(state_.compaction.summarized_through + 1);
+  stats_.events_read_at_start = static_cast<int64_t>(events_.size());
   if (!state_.created) {
     throw StoreError(fmt::format("{}: the log holds no run.created event", store_.path()));
   }
@@ -95,18 +99,8 @@ double Runner::wall_s() const {
   return state_.used.wall_s + std::max(0.0, since);
 }
 
-void Runner::note_stop_request(const Event& e) {
-  if (is<RunStopRequested>(e)) {
-    stop_requested_ = payload_of<RunStopRequested>(e).reason;
-  } else if (is<RunResumed>(e)) {
-    stop_requested_.reset();  // asked of an earlier session
-  }
-}
-
 void Runner::observe(const Event& e) {
   apply(state_, e);
-  turns_.apply(e);
-  note_stop_request(e);
   events_.push_back(e);
   if (hooks_.progress) hooks_.progress->on_event(e, state_);
 }
@@ -148,7 +142,7 @@ std::optional<RunReport> Runner::check_stops() {
   if (hooks_.shared_budget) used = hooks_.shared_budget(used);
   const StopDecision d =
       decide_stop(state_, used, predicted_step(state_, events_),
-                  hooks_.interrupted && hooks_.interrupted(), stop_requested_.has_value());
+                  hooks_.interrupted && hooks_.interrupted(), state_.stop_requested.has_value());
   auto pause = [this](const std::string& reason, const std::string& message) {
     append({make_event(RunPaused{reason, message})});
     return RunReport{RunOutcome::kPaused, reason};
@@ -166,9 +160,9 @@ std::optional<RunReport> Runner::check_stops() {
     case K::kInterrupted:
       return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
     case K::kStopRequested:
-      return pause("stopped",
-                   fmt::format("stopped on request ({}); `marathon resume` carries on",
-                               stop_requested_->empty() ? "no reason given" : *stop_requested_));
+      return pause("stopped", fmt::format("stopped on request ({}); `marathon resume` carries on",
+                                          state_.stop_requested->empty() ? "no reason given"
+                                                                         : *state_.stop_requested));
     case K::kGoalPaused:
       return pause("goal_paused",
                    "the goal is paused; `marathon goal resume` then `marathon resume`");
@@ -201,7 +195,7 @@ std::vector<NewEvent> Runner::not_run_answers(const std::string& reason, const s
   // Calls of the last turn that will now never run are answered as not run (and use nothing), so
   // the log and the transcript never hold a call that looks pending or lost.
   std::vector<NewEvent> answers;
-  for (const LoggedToolCall& call : turns_.unfinished_calls()) {
+  for (const LoggedToolCall& call : state_.turn.unfinished_calls()) {
     if (call.id == except_id) continue;
     ToolFinished f;
     f.call_id = call.id;
@@ -266,7 +260,7 @@ void Runner::execute_call(const PreparedCall& p, const Event& started) {
 }
 
 void Runner::run_call(const LoggedToolCall& call) {
-  PreparedCall p = prepare_call(call, turns_.responses());
+  PreparedCall p = prepare_call(call, state_.turn.responses());
   Event started = append({p.started}).front();
   execute_call(p, started);
 }
@@ -356,7 +350,7 @@ bool Runner::compact(context::Force force, bool cuts_only) {
 int64_t Runner::fixed_prompt_tokens() {
   context::Layout layout = context::make_layout(state_, *prompt_cache_);
   layout.units = {};
-  const context::CompactionLog& c = prompt_cache_->compaction_log();
+  const CompactionLog& c = prompt_cache_->compaction_log();
   return context::assemble(layout, {c.summary, c.summarized_through, c.elided_through},
                            context_config_, /*enforce_hard_cap=*/false)
       .tokens_estimate;
@@ -364,7 +358,7 @@ int64_t Runner::fixed_prompt_tokens() {
 
 bool Runner::stop_or_note_due(const BudgetUsed& used) const {
   return decide_stop(state_, used, predicted_step(state_, events_),
-                     hooks_.interrupted && hooks_.interrupted(), stop_requested_.has_value())
+                     hooks_.interrupted && hooks_.interrupted(), state_.stop_requested.has_value())
       .acts();
 }
 
@@ -372,7 +366,7 @@ std::optional<RunReport> Runner::ask_policy() {
   // Planning reads the prompt cache (O(units), no walk over the log), so it runs every step. While
   // a request is pending (a runner stopped during the call) the same prompt is sent again, unless
   // it holds a unit too large for the window: that is cut first and the new prompt logged.
-  const bool pending = turns_.request_pending();
+  const bool pending = state_.turn.request_pending();
   bool compacted = compact(context::Force::kNone, /*cuts_only=*/pending);
   context::Prompt prompt;
   {
@@ -403,7 +397,7 @@ std::optional<RunReport> Runner::ask_policy() {
   }
   if (!pending || compacted) {
     ModelRequest req;
-    req.turn = turns_.goal_turn();
+    req.turn = state_.turn.goal_turn();
     req.prompt_sha = prompt.sha256;
     req.n_messages = static_cast<int64_t>(prompt.messages.size());
     req.tokens_estimate = prompt.tokens_raw;
@@ -442,7 +436,6 @@ std::optional<RunReport> Runner::ask_policy() {
   }
   batch.push_back(make_event(response));
   if (!reply.error) {
-    context_retry_used_ = false;
     // The response and its first call's tool.started go in one transaction (one fsync): both must
     // be durable before the call acts, and nothing else is decided between them unless a stop or
     // a budget note is due after this response (then the call waits for the next iteration, as
@@ -459,7 +452,7 @@ std::optional<RunReport> Runner::ask_policy() {
       append(std::move(batch));
       return std::nullopt;
     }
-    PreparedCall first = prepare_call(calls.front(), turns_.responses() + 1);
+    PreparedCall first = prepare_call(calls.front(), state_.turn.responses() + 1);
     batch.push_back(first.started);
     std::vector<Event> stored = append(std::move(batch));
     execute_call(first, stored.back());
@@ -474,7 +467,6 @@ std::optional<RunReport> Runner::ask_policy() {
   if (error.kind == LlmErrorKind::kContextLength) {
     // The server's window is smaller than the prompt: compact as after an overflow and ask again;
     // when that frees nothing the prompt cannot shrink, and asking again would only repeat it.
-    context_retry_used_ = true;
     const size_t before = events_.size();
     compact(context::Force::kOverflow, false);
     bool freed = false;
@@ -495,7 +487,7 @@ std::optional<RunReport> Runner::ask_policy() {
     append({make_event(RunPaused{"model_error", kind + ": " + message})});
     return RunReport{RunOutcome::kFailed, "model_error"};
   }
-  if (turns_.consecutive_model_errors() >= kMaxConsecutiveModelErrors) {
+  if (state_.turn.consecutive_model_errors() >= kMaxConsecutiveModelErrors) {
     append({make_event(
         RunPaused{"model_unavailable", fmt::format("{} model calls failed in a row; last: {}: {}",
                                                    kMaxConsecutiveModelErrors, kind, message)})});
@@ -516,12 +508,12 @@ RunReport Runner::run() {
       recover_in_flight();
       continue;
     }
-    std::vector<LoggedToolCall> calls = turns_.unfinished_calls();
+    std::vector<LoggedToolCall> calls = state_.turn.unfinished_calls();
     if (!calls.empty()) {
       run_call(calls.front());
       continue;
     }
-    if (turns_.goal_turn_due()) {
+    if (state_.turn.goal_turn_due()) {
       if (std::optional<RunReport> r = start_goal_turn()) return *r;
       continue;
     }

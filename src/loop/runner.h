@@ -28,7 +28,7 @@
 #include "context/prompt_cache.h"
 #include "core/event_store.h"
 #include "core/state.h"
-#include "loop/turn_tracker.h"
+#include "core/turn_tracker.h"
 #include "policy/policy.h"
 #include "tools/tool_registry.h"
 
@@ -80,11 +80,17 @@ struct RunnerStats {
   int64_t transactions = 0;  // durable appends made
   double policy_s = 0;       // policy.next()
   double tools_s = 0;        // Tool::run()
+  // Start-up: the fold checkpoint the state came from (0: none, every event folded), the events
+  // folded after it, and the events kept in memory (those after the installed summary point).
+  int64_t checkpoint_seq = 0;
+  int64_t events_folded_at_start = 0;
+  int64_t events_read_at_start = 0;
 };
 
 class Runner {
  public:
-  // `store` must hold a created run; the state is folded from it here.
+  // `store` must hold a created run; the state is its newest fold checkpoint plus the events after
+  // it, and only the events after the installed summary point are read into memory.
   // Prompts and compaction come from the context module, configured by the run's config.
   Runner(EventStore& store, Policy& policy, ToolRegistry& tools, std::filesystem::path run_dir,
          RunnerHooks hooks = {});
@@ -127,7 +133,6 @@ class Runner {
   std::vector<NewEvent> not_run_answers(const std::string& reason, const std::string& summary,
                                         const std::string& except_id = "") const;
   void observe(const Event& e);
-  void note_stop_request(const Event& e);
   void sync();
   std::optional<RunReport> check_stops();
   void recover_in_flight();
@@ -146,11 +151,7 @@ class Runner {
   RunnerHooks hooks_;
   State state_;
   std::vector<Event> events_;
-  TurnTracker turns_;
   std::optional<context::PromptCache> prompt_cache_;  // prompt pieces kept between steps
-  bool context_retry_used_ = false;
-  // A run.stop_requested since the last run.resumed (control/stop_verb.h): the reason, else empty.
-  std::optional<std::string> stop_requested_;
   RunnerStats stats_;
 };
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/events.h"
-#include "loop/turn_tracker.h"
+#include "core/turn_tracker.h"
 
 namespace marathon {
 

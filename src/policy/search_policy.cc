@@ -239,7 +239,9 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
 
   // Stuck guard: evaluate calls that left no attempt in the ledger (e.g. a failing tool).
   int64_t evaluate_calls = 0, attempts = 0;
-  for (const auto& t : s.tool_history) evaluate_calls += t.name == "evaluate";
+  if (auto it = s.tool_calls_by_name.find("evaluate"); it != s.tool_calls_by_name.end()) {
+    evaluate_calls = it->second;
+  }
   for (const auto& l : s.ledger) attempts += l.kind == LedgerKind::kAttempt;
   const int64_t per_eval = static_cast<int64_t>(files_.size()) + 1;
   const int64_t room = s.limits.max_tool_calls > 0 ? s.limits.max_tool_calls - s.used.tool_calls
@@ -303,8 +305,7 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
   }
   // On a GPU task, profile the best configuration once before finishing (the report and the
   // dashboard then show where its time goes); the profile is not an evaluation.
-  bool profiled = false;
-  for (const auto& t : s.tool_history) profiled = profiled || t.name == "profile";
+  const bool profiled = s.tool_calls_by_name.contains("profile");
   if (best && !std::isinf(best_v) && s.task.value("needs_gpu", false) && !profiled && room >= 2) {
     calls.push_back(tool_call(id_base + "-p", "profile", json::object()));
     reply.message = {

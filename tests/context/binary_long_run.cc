@@ -7,10 +7,10 @@
 #include <atomic>
 
 #include "../loop/loop_test_support.h"
-#include "context/compaction_log.h"
 #include "context/goal_block.h"
 #include "context/token_estimate.h"
 #include "core/checkpoint.h"
+#include "core/compaction_log.h"
 #include "core/state_json.h"
 #include "scripted_llm_server.h"
 

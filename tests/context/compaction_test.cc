@@ -138,9 +138,9 @@ TEST(Compaction, SummaryWhenElisionCannotFreeEnough) {
   EXPECT_EQ(s.calls, 1);
   EXPECT_EQ(r.outcome, "compacted");
   EXPECT_EQ(r.source, "model");
-  ASSERT_TRUE(b.state.summary.has_value());
-  EXPECT_EQ(b.state.summary->text, s.text);
-  EXPECT_EQ(b.state.summary->summarized_through, p.summarize_through);
+  ASSERT_TRUE((b.state.compaction.installed_seq != 0));
+  EXPECT_EQ(b.state.compaction.summary, s.text);
+  EXPECT_EQ(b.state.compaction.summarized_through, p.summarize_through);
   EXPECT_EQ(count(b, events::CompactionProposed::kType), 1);
   // The summariser call is logged as a model response (budgets count it), not as a turn.
   EXPECT_EQ(b.state.used.model_calls, 60 + 1);
@@ -197,10 +197,10 @@ TEST(Compaction, FailedSummariserFallsBackToAStructuralSummary) {
                                         summariser_of(s, nullptr), io_for(b, blobs));
     EXPECT_EQ(r.outcome, "compacted") << mode;
     EXPECT_EQ(r.source, "structural") << mode;
-    ASSERT_TRUE(b.state.summary.has_value());
-    EXPECT_TRUE(contains(b.state.summary->text, "Summary built by the runtime")) << mode;
-    EXPECT_TRUE(contains(b.state.summary->text, "write_file x")) << mode;
-    EXPECT_TRUE(validate_summary(b.state.summary->text, c).empty()) << mode;
+    ASSERT_TRUE((b.state.compaction.installed_seq != 0));
+    EXPECT_TRUE(contains(b.state.compaction.summary, "Summary built by the runtime")) << mode;
+    EXPECT_TRUE(contains(b.state.compaction.summary, "write_file x")) << mode;
+    EXPECT_TRUE(validate_summary(b.state.compaction.summary, c).empty()) << mode;
   }
 }
 
@@ -228,7 +228,7 @@ TEST(Compaction, NoopIsRecordedOnceAndNotRetriedEveryTurn) {
   ASSERT_EQ(p.action, CompactionPlan::Action::kNoop);
   Blobs blobs;
   run_compaction(p, b.state, b.events, c, nullptr, io_for(b, blobs));
-  EXPECT_EQ(b.state.last_compaction_noop_seq, b.events.back().seq);
+  EXPECT_EQ(b.state.compaction.noop_seq, b.events.back().seq);
   b.tool("note", {}, "ok");  // a little growth: still not worth another try
   EXPECT_FALSE(plan_compaction(b.state, b.events, c).needed());
   for (int i = 0; i < 10; ++i) b.tool("note", {}, filler(400));
@@ -247,7 +247,7 @@ TEST(Compaction, ManualRequestIsServedEvenUnderTheThresholdAndClearsTheRequest) 
   ScriptedSummariser s;
   Blobs blobs;
   run_compaction(p, b.state, b.events, c, summariser_of(s, nullptr), io_for(b, blobs));
-  EXPECT_EQ(b.state.pending_compaction_request, 0);
+  EXPECT_EQ(b.state.compaction.pending_request_seq, 0);
   EXPECT_EQ(b.events.back().type, events::CompactionInstalled::kType);
   EXPECT_EQ(b.events.back().payload["trigger"], "manual");
   EXPECT_FALSE(plan_compaction(b.state, b.events, c).needed());
@@ -302,15 +302,15 @@ TEST(Compaction, ResumeFinishesAnInterruptedCompactionWithoutAskingTheModelAgain
       }
       crashed.add(e.type, e.payload);
     }
-    ASSERT_FALSE(crashed.state.summary.has_value());
+    ASSERT_FALSE((crashed.state.compaction.installed_seq != 0));
     CompactionPlan resume = plan_compaction(crashed.state, crashed.events, c);
     EXPECT_EQ(resume.reason, "resume");
     ScriptedSummariser s2;
     run_compaction(resume, crashed.state, crashed.events, c, summariser_of(s2, nullptr),
                    io_for(crashed, blobs));
     EXPECT_EQ(s2.calls, 0) << cut_after;
-    ASSERT_TRUE(crashed.state.summary.has_value());
-    EXPECT_EQ(crashed.state.summary->text, full.state.summary->text);
+    ASSERT_TRUE((crashed.state.compaction.installed_seq != 0));
+    EXPECT_EQ(crashed.state.compaction.summary, full.state.compaction.summary);
     // The resumed run sends exactly the prompt the uninterrupted one sends.
     EXPECT_EQ(build_prompt(crashed.state, crashed.events, c).messages.dump(),
               build_prompt(full.state, full.events, c).messages.dump());

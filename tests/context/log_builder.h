@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/compaction_log.h"
 #include "core/event.h"
 #include "core/fold.h"
 #include "core/state.h"
@@ -103,6 +104,15 @@ inline State demo_state() {
   s.goal.target = 4.0;
   s.baseline_score = 1.0;
   s.limits.max_tool_calls = 1200;
+  return s;
+}
+
+// demo_state() with what the prompt reads of the log folded in: the compaction log and the
+// token calibration (State::compaction, State::token_fit), as the runner's fold has them.
+inline State demo_state(const std::vector<Event>& events) {
+  State s = demo_state();
+  s.compaction = read_compaction_log(events);
+  for (const Event& e : events) s.token_fit.add(e);
   return s;
 }
 

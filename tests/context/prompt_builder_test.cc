@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "context/compaction_log.h"
 #include "context/goal_block.h"
 #include "context/ledger_view.h"
+#include "core/compaction_log.h"
 #include "log_builder.h"
 
 namespace marathon::context {
@@ -35,7 +35,7 @@ TEST(PromptBuilder, OrderIsRulesTaskSummaryTurnsThenLedgerAndGoal) {
                                              {"summarized_through", 0},
                                              {"trigger", "manual"}});
   b.tool("note", {{"text", "x"}}, "noted");
-  State s = demo_state();
+  State s = demo_state(b.events);
   Prompt p = build_prompt(s, b.events, ContextConfig{});
   // What changes every step comes last: the system message holds only the rules, the task message
   // the task and then the summary, and the live tail (the last message) the ledger and the goal.
@@ -98,7 +98,7 @@ TEST(PromptBuilder, PreviousRequestButItsTailIsABytePrefixOfTheNext) {
 TEST(PromptBuilder, SameStateAndLogGiveTheSameBytes) {
   LogBuilder b;
   for (int i = 0; i < 50; ++i) b.tool("read_file", {{"path", "k.cc"}}, filler(300 + i));
-  State s = demo_state();
+  State s = demo_state(b.events);
   s.ledger.push_back(
       LedgerEntry{10, LedgerKind::kDeadEnd, "unroll 16", "", {}, {}, "", json::object()});
   Prompt a = build_prompt(s, b.events, small_window());
@@ -120,7 +120,7 @@ TEST(PromptBuilder, ElidedOutputsBecomeRecallPointersAndShortOnesStay) {
   int64_t small = b.tool("note", {}, "ok");
   b.tool("read_file", {{"path", "k.cc"}}, filler(2000, 'c'));
   b.add(events::CompactionElided::kType, {{"outcome", "compacted"}, {"elided_through", small}});
-  Prompt p = build_prompt(demo_state(), b.events, ContextConfig{});
+  Prompt p = build_prompt(demo_state(b.events), b.events, ContextConfig{});
   std::string all = p.messages.dump();
   EXPECT_TRUE(contains(all, elision_pointer(big)));
   EXPECT_FALSE(contains(all, elision_pointer(small)));
@@ -131,7 +131,7 @@ TEST(PromptBuilder, NeverExceedsTheHardThresholdAndKeepsCallResultPairs) {
   LogBuilder b;
   for (int i = 0; i < 200; ++i) b.tool("read_file", {{"path", "k.cc"}}, filler(900));
   ContextConfig c = small_window();
-  Prompt p = build_prompt(demo_state(), b.events, c);
+  Prompt p = build_prompt(demo_state(b.events), b.events, c);
   EXPECT_LE(p.tokens_estimate, c.hard_tokens());
   EXPECT_GT(p.units_omitted, 0);
   EXPECT_TRUE(contains(p.messages.back()["content"], "older turns are left out"));
@@ -149,7 +149,7 @@ TEST(PromptBuilder, OneHugeOutputIsCutWithAPointer) {
   LogBuilder b;
   int64_t seq = b.tool("run", {{"cmd", "make"}}, filler(200000));
   ContextConfig c = small_window();
-  Prompt p = build_prompt(demo_state(), b.events, c);
+  Prompt p = build_prompt(demo_state(b.events), b.events, c);
   EXPECT_LE(p.tokens_estimate, c.hard_tokens());
   EXPECT_TRUE(contains(p.messages.dump(), "recall(seq=" + std::to_string(seq) + ")"));
 }
@@ -158,7 +158,7 @@ TEST(PromptBuilder, CalibrationRaisesTheEstimate) {
   LogBuilder b;
   b.call("note", {}, "", 1000, 2000);
   b.finish("call-1", "note", "ok");
-  Prompt p = build_prompt(demo_state(), b.events, ContextConfig{});
+  Prompt p = build_prompt(demo_state(b.events), b.events, ContextConfig{});
   EXPECT_NEAR(p.ratio, 2.0, 1e-9);
   EXPECT_GE(p.tokens_estimate, 2 * p.tokens_raw);
 }

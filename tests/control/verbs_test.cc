@@ -68,7 +68,7 @@ TEST_F(Verbs, CompactNowIsRefusedOnAnOpenRunAndRunsOnAStoppedOne) {
   CompactResult now = compact_run(run_, /*now=*/true);
   ASSERT_EQ(now.status, VerbStatus::kDone) << now.message;
   EXPECT_TRUE(now.compacted_now);
-  EXPECT_EQ(now.state.pending_compaction_request, 0);
+  EXPECT_EQ(now.state.compaction.pending_request_seq, 0);
 }
 
 TEST_F(Verbs, ALogWithoutARunIsRefused) {

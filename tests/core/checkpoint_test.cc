@@ -47,10 +47,12 @@ TEST(StateJson, RoundTripsEveryFieldOfAStateThatUsesThemAll) {
   auto store = stored_log(d / "events.db");
   State s = full_fold(*store);
   // The log leaves every part of the state non-default (so a field the JSON forgot would show).
-  ASSERT_TRUE(s.created && s.done && s.summary && s.best_score && s.baseline_score);
-  ASSERT_FALSE(s.in_flight.empty() || s.tool_history.empty() || s.eval_cache.empty() ||
+  ASSERT_TRUE(s.created && s.done && s.compaction.installed_seq != 0 && s.best_score &&
+              s.baseline_score);
+  ASSERT_FALSE(s.in_flight.empty() || s.tool_calls_by_name.empty() || s.eval_cache.empty() ||
                s.candidates.empty() || s.budget_warnings.empty() || s.forked_from.empty());
-  ASSERT_GT(s.last_compaction_noop_seq, 0);
+  ASSERT_GT(s.compaction.compactions, 0);
+  ASSERT_GT(s.turn.responses(), 0);
   ASSERT_GT(s.used.gpu_s, 0);
   ASSERT_GT(s.used.cache_read_tokens, 0);
   ASSERT_GT(s.used.cache_write_tokens, 0);
@@ -63,13 +65,14 @@ TEST(StateJson, RoundTripsEveryFieldOfAStateThatUsesThemAll) {
 
 TEST(StateJson, MissingOrMistypedFieldIsNamed) {
   json j = state_to_json(State{});
-  j.erase("tool_history");
+  j.erase("tool_calls_by_name");
   EXPECT_THROW(
       {
         try {
           state_from_json(j);
         } catch (const std::invalid_argument& e) {
-          EXPECT_NE(std::string(e.what()).find("tool_history"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("tool_calls_by_name"), std::string::npos)
+              << e.what();
           throw;
         }
       },

@@ -126,7 +126,7 @@ TEST(Fold, ACallTheRunEndedBeforeUsesNoToolCall) {
                {{"call_id", "b"}, {"name", "note"}, {"ok", false}, {"not_run", true}})
           .fold();
   EXPECT_EQ(s.used.tool_calls, 1);
-  EXPECT_EQ(s.tool_history.size(), 2u);
+  EXPECT_EQ(s.tool_calls_by_name, (std::map<std::string, int64_t>{{"note", 2}}));
 }
 
 TEST(Fold, StartedToolWithoutFinishIsInFlight) {
@@ -148,10 +148,7 @@ TEST(Fold, StartedToolWithoutFinishIsInFlight) {
   EXPECT_EQ(s.in_flight.at("b").started_seq, 3);
   EXPECT_EQ(s.used.tool_calls, 1);
   EXPECT_DOUBLE_EQ(s.used.gpu_s, 0.5);
-  ASSERT_EQ(s.tool_history.size(), 1u);
-  EXPECT_EQ(s.tool_history[0].started_seq, 2);
-  EXPECT_EQ(s.tool_history[0].finished_seq, 4);
-  EXPECT_TRUE(s.tool_history[0].ok);
+  EXPECT_EQ(s.tool_calls_by_name, (std::map<std::string, int64_t>{{"run", 1}}));
 }
 
 TEST(Fold, BestScoreIgnoresIncorrectViolatingAndFailedResults) {
@@ -238,13 +235,13 @@ TEST(Fold, CompactionInstallsSummaryAndRemembersNoops) {
                 .add(events::CompactionInstalled::kType,
                      {{"trigger", "auto"}, {"outcome", "noop"}, {"summarized_through", 3}})
                 .fold();
-  ASSERT_TRUE(s.summary.has_value());
-  EXPECT_EQ(s.summary->text, "we tried tiling");
-  EXPECT_EQ(s.summary->summarized_through, 3);
-  EXPECT_EQ(s.summary->installed_seq, 4);
-  EXPECT_EQ(s.compactions, 1);
-  EXPECT_EQ(s.last_compaction_noop_seq, 5);
-  EXPECT_EQ(s.pending_compaction_request, 0);
+  ASSERT_TRUE((s.compaction.installed_seq != 0));
+  EXPECT_EQ(s.compaction.summary, "we tried tiling");
+  EXPECT_EQ(s.compaction.summarized_through, 3);
+  EXPECT_EQ(s.compaction.installed_seq, 4);
+  EXPECT_EQ(s.compaction.compactions, 1);
+  EXPECT_EQ(s.compaction.noop_seq, 5);
+  EXPECT_EQ(s.compaction.pending_request_seq, 0);
 }
 
 TEST(Fold, GoalVerbsChangeStatusEditKeepsProgress) {

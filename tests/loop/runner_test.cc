@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "core/checkpoint.h"
 #include "core/fold.h"
 #include "goal/task_spec.h"
 #include "loop/replay.h"
@@ -518,7 +519,7 @@ TEST(Replay, AManualCompactionIsReplayedAtItsStepWithItsLoggedSummary) {
   RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
   ASSERT_EQ(report.reason, "finish");
   State original = fold(f.events());
-  ASSERT_EQ(original.compactions, 1);
+  ASSERT_EQ(original.compaction.compactions, 1);
   ReplayPolicy* served = nullptr;
   State replayed = replay_of(f, &served);
   EXPECT_EQ(comparable_state(replayed), comparable_state(original));
@@ -654,6 +655,38 @@ TEST(Runner, ATurnTheProviderPausedIsSentBackLastAsItIsWithNoGoalTurnOrNote) {
   ASSERT_EQ(replay_requests.size(), requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(replay_requests[i].payload["prompt_sha"], requests[i].payload["prompt_sha"]) << i;
+  }
+}
+
+}  // namespace
+}  // namespace marathon
+
+namespace marathon {
+namespace {
+
+TEST(Runner, StartsFromTheNewestFoldCheckpointAndFoldsOnlyTheEventsAfterIt) {
+  Fixture f([](NewRunOptions& o) { o.max_tool_calls = 6; });
+  ScriptedPolicy policy([](int n) {
+    return reply_with({call("c" + std::to_string(n), "note",
+                            R"({"kind": "finding", "text": "step )" + std::to_string(n) + "\"}")});
+  });
+  ASSERT_EQ(Runner(*f.store, policy, f.tools, f.run_dir).run().reason, "budget");
+  const std::vector<Event> events = f.events();
+  const State whole = fold(events);
+  {
+    Runner fresh(*f.store, policy, f.tools, f.run_dir);
+    EXPECT_EQ(fresh.stats().checkpoint_seq, 0);  // too short a log for the runner to write one
+    EXPECT_EQ(fresh.stats().events_folded_at_start, static_cast<int64_t>(events.size()));
+  }
+  // A checkpoint at every seq in turn (mid-turn ones included: a response whose calls have not
+  // all finished, a tool call in flight): the runner starts from it, folds only what follows, and
+  // holds the state of the whole fold, the turn tracker and compaction log with it.
+  for (size_t k = 1; k <= events.size(); ++k) {
+    write_checkpoint(*f.store, fold(std::vector<Event>(events.begin(), events.begin() + k)));
+    Runner r(*f.store, policy, f.tools, f.run_dir);
+    EXPECT_EQ(r.stats().checkpoint_seq, events[k - 1].seq);
+    EXPECT_EQ(r.stats().events_folded_at_start, static_cast<int64_t>(events.size() - k));
+    ASSERT_TRUE(r.state() == whole) << "from the checkpoint at seq " << events[k - 1].seq;
   }
 }
 

@@ -109,7 +109,7 @@ void apply_reply(State& s, const json& message, const std::vector<Knob>& knobs) 
     json args = json::parse(call["function"]["arguments"].get<std::string>());
     s.used.tool_calls += 1;
     s.last_seq += 2;
-    s.tool_history.push_back({call["id"], name, s.last_seq - 1, s.last_seq, true});
+    s.tool_calls_by_name[name] += 1;
     if (name == "evaluate") {
       auto c = parse_config_text(knobs, args["strategy"]);
       ASSERT_TRUE(c.has_value());
@@ -240,7 +240,7 @@ TEST(SearchPolicyReplies, FailedAttemptsCountAsFailuresForMinGoalsToo) {
 TEST(SearchPolicyReplies, EvaluationsThatLeaveNoResultEndTheSearch) {
   SearchPolicy p(Files{{"kernel.cc", kKernel}});
   State s = fresh_state(1000);
-  for (int i = 0; i < 5; ++i) s.tool_history.push_back({"x", "evaluate", 1, 2, false});
+  s.tool_calls_by_name["evaluate"] = 5;
   json m = step(p, s);
   ASSERT_EQ(m["tool_calls"].size(), 1u);
   EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "finish");

@@ -1,6 +1,8 @@
-#include "loop/turn_tracker.h"
+#include "core/turn_tracker.h"
 
 #include <fmt/format.h>
+
+#include <stdexcept>
 
 #include "core/events.h"
 
@@ -65,8 +67,21 @@ void TurnTracker::apply(const Event& e) {
   if (is<ModelRequest>(e)) {
     request_pending_ = true;
   } else if (is<ModelResponse>(e)) {
+    apply_response(payload_of<ModelResponse>(e));
+  } else if (is<ToolFinished>(e)) {
+    finished_since_response_.insert(payload_of<ToolFinished>(e).call_id);
+  } else if (is<UserMessage>(e)) {
+    if (payload_of<UserMessage>(e).reason == UserMessage::kGoalTurn) {
+      goal_turn_due_ = false;
+      ++goal_turns_started_;
+    }
+  }
+}
+
+void TurnTracker::apply_response(const events::ModelResponse& p) {
+  using events::ModelResponse;
+  {
     ++responses_;
-    auto p = payload_of<ModelResponse>(e);
     if (!p.purpose.empty()) {
       request_pending_ = false;
       return;
@@ -87,13 +102,6 @@ void TurnTracker::apply(const Event& e) {
       last_stopped_ = last_calls_.empty() && !paused;
       goal_turn_due_ = last_stopped_;
     }
-  } else if (is<ToolFinished>(e)) {
-    finished_since_response_.insert(payload_of<ToolFinished>(e).call_id);
-  } else if (is<UserMessage>(e)) {
-    if (payload_of<UserMessage>(e).reason == UserMessage::kGoalTurn) {
-      goal_turn_due_ = false;
-      ++goal_turns_started_;
-    }
   }
 }
 
@@ -109,6 +117,40 @@ std::vector<LoggedToolCall> TurnTracker::unfinished_calls() const {
     }
   }
   return out;
+}
+
+json TurnTracker::to_json() const {
+  json calls = json::array();
+  for (const LoggedToolCall& c : last_calls_) calls.push_back({c.id, c.name, c.arguments, c.index});
+  return json{{"responses", responses_},
+              {"request_pending", request_pending_},
+              {"last_calls", std::move(calls)},
+              {"finished_since_response", finished_since_response_},
+              {"last_stopped", last_stopped_},
+              {"goal_turn_due", goal_turn_due_},
+              {"last_error_kind", last_error_kind_},
+              {"consecutive_errors", consecutive_errors_},
+              {"goal_turns_started", goal_turns_started_}};
+}
+
+TurnTracker TurnTracker::from_json(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("turn: not an object");
+  TurnTracker t;
+  t.responses_ = j.at("responses").get<int64_t>();
+  t.request_pending_ = j.at("request_pending").get<bool>();
+  for (const json& c : j.at("last_calls")) {
+    t.last_calls_.push_back({c.at(0).get<std::string>(), c.at(1).get<std::string>(),
+                             c.at(2).get<std::string>(), c.at(3).get<size_t>()});
+  }
+  for (const json& id : j.at("finished_since_response")) {
+    t.finished_since_response_.insert(id.get<std::string>());
+  }
+  t.last_stopped_ = j.at("last_stopped").get<bool>();
+  t.goal_turn_due_ = j.at("goal_turn_due").get<bool>();
+  t.last_error_kind_ = j.at("last_error_kind").get<std::string>();
+  t.consecutive_errors_ = j.at("consecutive_errors").get<int>();
+  t.goal_turns_started_ = j.at("goal_turns_started").get<int64_t>();
+  return t;
 }
 
 }  // namespace marathon

@@ -1,6 +1,6 @@
 // The loop's view of the conversation, fed event by event: which calls are left, whether a request
 // was in flight, whether a goal turn is due; and tool-call ids made unique.
-#include "loop/turn_tracker.h"
+#include "core/turn_tracker.h"
 
 #include <gtest/gtest.h>
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/event.h"
+#include "core/events.h"
 
 namespace marathon {
 
@@ -20,6 +21,8 @@ struct LoggedToolCall {
   std::string name;
   std::string arguments;  // JSON text exactly as the model produced it (may be malformed)
   size_t index = 0;       // position in the response
+
+  bool operator==(const LoggedToolCall&) const = default;
 };
 
 // Reads the tool calls of a logged message. Accepts the log's flat form {id, name, arguments} and
@@ -35,6 +38,8 @@ class TurnTracker {
   // Feed every event of the log in order. model.response events with a `purpose` (e.g. a
   // compaction summary) are not model turns.
   void apply(const Event& e);
+  // apply() of a model.response, its payload already read (fold reads it once for every part).
+  void apply_response(const events::ModelResponse& p);
 
   int64_t responses() const { return responses_; }  // model.response events so far
   // A model.request with no model.response after it (the request in flight at a kill).
@@ -53,6 +58,12 @@ class TurnTracker {
   // The goal turn the next model.request belongs to: 1 + goal turns started (model.request.turn;
   // fold counts turns without progress from it).
   int64_t goal_turn() const { return 1 + goal_turns_started_; }
+
+  bool operator==(const TurnTracker&) const = default;
+  // Checkpoint form (State::turn): an object of the fields below.
+  json to_json() const;
+  // Throws std::invalid_argument (or nlohmann's exceptions) for JSON not of that form.
+  static TurnTracker from_json(const json& j);
 
  private:
   int64_t responses_ = 0;

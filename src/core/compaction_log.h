@@ -11,7 +11,7 @@
 
 #include "core/events.h"
 
-namespace marathon::context {
+namespace marathon {
 
 struct CompactionLog {
   std::string summary;              // installed summary text ("" if none)
@@ -35,9 +35,17 @@ struct CompactionLog {
   events::ModelResponse open_response;
 };
 
+bool operator==(const CompactionLog& a, const CompactionLog& b);
+// Checkpoint form (State::compaction): an object of the fields above.
+json to_json(const CompactionLog& c);
+// Throws std::invalid_argument (or nlohmann's exceptions) for JSON not of that form.
+CompactionLog compaction_log_from_json(const json& j);
+
 // Folds one event into `log` (events in seq order); read_compaction_log is this over the whole log.
 void apply_compaction_event(CompactionLog& log, const Event& e);
+// apply_compaction_event of the model.response at `seq`, its payload already read.
+void apply_compaction_response(CompactionLog& log, int64_t seq, const events::ModelResponse& p);
 
 CompactionLog read_compaction_log(const std::vector<Event>& events);
 
-}  // namespace marathon::context
+}  // namespace marathon
