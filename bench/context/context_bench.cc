@@ -15,6 +15,7 @@
 #include "context/compaction.h"
 #include "context/prompt_builder.h"
 #include "context/token_estimate.h"
+#include "core/event_store.h"
 #include "core/fold.h"
 #include "policy/policy.h"
 
@@ -295,7 +296,22 @@ void size_table(int steps) {
 
 }  // namespace
 
+// The same scripted run (32k window, compaction on) as a digest of every prompt it sends: two
+// builds of the context module send byte-identical prompts when their digests agree.
+void prompt_digest(int steps) {
+  Run r(32000, true);
+  std::string shas;
+  for (int i = 0; i < steps; ++i) shas += r.step(i, true).sha256;
+  std::printf("%d prompts, %zu events, %lld compactions: sha256 of the prompts' sha256s %s\n",
+              steps, r.events.size(), static_cast<long long>(r.state.compaction.compactions),
+              sha256_hex(shas).c_str());
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--prompt-digest") == 0) {
+    prompt_digest(std::atoi(argv[2]));
+    return 0;
+  }
   if (argc == 3 && std::strcmp(argv[1], "--table-only") == 0) {
     size_table(std::atoi(argv[2]));
     return 0;
