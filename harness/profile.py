@@ -224,40 +224,41 @@ def profile(task: Task, candidate_dir: Path, shape: str | None = None, timeout_s
         env = dict(os.environ)
         env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        rows: list[dict] = []
-        why_not_ncu = "Nsight Compute (ncu) not found"
-        if ncu:
-            try:
-                p, child = _launch(_ncu_command(ncu), req | {"ncu": True}, wd, env, timeout_s)
-            except subprocess.TimeoutExpired:
-                res["log"] = f"profiling did not finish within {timeout_s:.0f} s"
-                return res
-            if child is not None and child.get("status") != "ok":
-                res["log"] = _failed(child, p)
-                return res
-            rows = parse_ncu_csv(p.stdout.decode("utf-8", "replace")) if child is not None else []
-            if not rows:
-                # ncu did not run the candidate (a CUDA toolkit's `ncu` wrapper without Nsight
-                # Compute installed) or read no counters (ERR_NVGPUCTRPERM): the kernel times still
-                # come from torch.profiler, and the reply says why there are no counters.
-                why_not_ncu = f"Nsight Compute at {ncu} gave no counters ({_first_error(p)})"
+        try:
+            return _profiled(res, ncu, req, wd, env, timeout_s)
+        except subprocess.TimeoutExpired:
+            res["log"] = f"profiling did not finish within {timeout_s:.0f} s"
+            return res
+
+
+def _profiled(res: dict, ncu: str | None, req: dict, wd: Path, env: dict, timeout_s: float) -> dict:
+    """Profiles under ncu when it reads counters, else through torch.profiler alone, saying why."""
+    rows: list[dict] = []
+    why_not_ncu = "Nsight Compute (ncu) not found"
+    if ncu:
+        p, child = _launch(_ncu_command(ncu), req | {"ncu": True}, wd, env, timeout_s)
+        if child is not None and child.get("status") != "ok":
+            res["log"] = _failed(child, p)
+            return res
+        rows = parse_ncu_csv(p.stdout.decode("utf-8", "replace")) if child is not None else []
         if not rows:
-            try:
-                p, child = _launch([sys.executable, "-m", "harness.child"], req | {"ncu": False}, wd, env, timeout_s)
-            except subprocess.TimeoutExpired:
-                res["log"] = f"profiling did not finish within {timeout_s:.0f} s"
-                return res
-            if child is None or child.get("status") != "ok":
-                res["log"] = _failed(child or {}, p)
-                return res
-            res["shape"] = child.get("shape")
-            res["ok"] = True
-            res["lines"] = [f"{why_not_ncu}: kernel times from torch.profiler only"] + child.get("kernel_lines", [])
-            res["log"] = "\n".join(res["lines"])
+            # ncu did not run the candidate (a CUDA toolkit's `ncu` wrapper without Nsight Compute
+            # installed) or read no counters (ERR_NVGPUCTRPERM): the kernel times still come from
+            # torch.profiler, and the reply says why there are no counters.
+            why_not_ncu = f"Nsight Compute at {ncu} gave no counters ({_first_error(p)})"
+    if not rows:
+        p, child = _launch([sys.executable, "-m", "harness.child"], req | {"ncu": False}, wd, env, timeout_s)
+        if child is None or child.get("status") != "ok":
+            res["log"] = _failed(child or {}, p)
             return res
         res["shape"] = child.get("shape")
-        s = summarize(rows, child.get("ceilings"), child.get("flops", 0.0))
-        res.update(ok=True, lines=s["lines"], total_us=s["total_us"], tflops=s.get("tflops"))
-        res["kernels"] = [{k: v for k, v in x.items() if k != "stalls"} | {"stalls": x["stalls"]} for x in s["kernels"]]
-        res["log"] = "\n".join([f"ncu on one call of {res['shape']} (--clock-control none):"] + s["lines"])
+        res["ok"] = True
+        res["lines"] = [f"{why_not_ncu}: kernel times from torch.profiler only"] + child.get("kernel_lines", [])
+        res["log"] = "\n".join(res["lines"])
+        return res
+    res["shape"] = child.get("shape")
+    s = summarize(rows, child.get("ceilings"), child.get("flops", 0.0))
+    res.update(ok=True, lines=s["lines"], total_us=s["total_us"], tflops=s.get("tflops"))
+    res["kernels"] = [{k: v for k, v in x.items() if k != "stalls"} | {"stalls": x["stalls"]} for x in s["kernels"]]
+    res["log"] = "\n".join([f"ncu on one call of {res['shape']} (--clock-control none):"] + s["lines"])
     return res

@@ -80,28 +80,23 @@ void TurnTracker::apply(const Event& e) {
 
 void TurnTracker::apply_response(const events::ModelResponse& p) {
   using events::ModelResponse;
-  {
-    ++responses_;
-    if (!p.purpose.empty()) {
-      request_pending_ = false;
-      return;
-    }
-    request_pending_ = false;
-    finished_since_response_.clear();
-    last_calls_ = tool_calls_of(p.message);
-    last_error_kind_.clear();
-    if (p.error) {
-      last_error_kind_ = p.error->kind_text;
-      ++consecutive_errors_;
-      last_calls_.clear();  // a failed call acts on nothing
-      last_stopped_ = false;
-      goal_turn_due_ = false;
-    } else {
-      consecutive_errors_ = 0;
-      const bool paused = p.finish_reason == ModelResponse::kFinishPauseTurn;
-      last_stopped_ = last_calls_.empty() && !paused;
-      goal_turn_due_ = last_stopped_;
-    }
+  ++responses_;
+  request_pending_ = false;
+  if (!p.purpose.empty()) return;  // a summariser call: not a conversation turn
+  finished_since_response_.clear();
+  last_calls_ = tool_calls_of(p.message);
+  last_error_kind_.clear();
+  if (p.error) {
+    last_error_kind_ = p.error->kind_text;
+    ++consecutive_errors_;
+    last_calls_.clear();  // a failed call acts on nothing
+    last_stopped_ = false;
+    goal_turn_due_ = false;
+  } else {
+    consecutive_errors_ = 0;
+    const bool paused = p.finish_reason == ModelResponse::kFinishPauseTurn;
+    last_stopped_ = last_calls_.empty() && !paused;
+    goal_turn_due_ = last_stopped_;
   }
 }
 

@@ -79,11 +79,16 @@ Runner::Runner(EventStore& store, Policy& policy, ToolRegistry& tools,
   // are those after the installed summary point, all that prompt assembly and compaction read.
   if (std::optional<State> c = read_checkpoint(store_, INT64_MAX)) state_ = std::move(*c);
   stats_.checkpoint_seq = state_.last_seq;
-  for (const Event& e : store_.read(state_.last_seq + 1)) {
-    apply(state_, e);
-    ++stats_.events_folded_at_start;
+  std::vector<Event> tail = store_.read(state_.last_seq + 1);
+  for (const Event& e : tail) apply(state_, e);
+  stats_.events_folded_at_start = static_cast<int64_t>(tail.size());
+  // The kept events: those of the tail after the summary point, and before them the ones between
+  // the summary point and the checkpoint (read once, here).
+  const int64_t keep_from = state_.compaction.summarized_through + 1;
+  if (keep_from <= stats_.checkpoint_seq) events_ = store_.read(keep_from, stats_.checkpoint_seq);
+  for (Event& e : tail) {
+    if (e.seq >= keep_from) events_.push_back(std::move(e));
   }
-  events_ = store_.read(state_.compaction.summarized_through + 1);
   stats_.events_read_at_start = static_cast<int64_t>(events_.size());
   if (!state_.created) {
     throw StoreError(fmt::format("{}: the log holds no run.created event", store_.path()));
