@@ -71,6 +71,7 @@ void TurnTracker::apply(const Event& e) {
   } else if (is<ToolFinished>(e)) {
     finished_since_response_.insert(payload_of<ToolFinished>(e).call_id);
   } else if (is<UserMessage>(e)) {
+    paused_in_a_row_ = 0;  // a user turn follows: the next paused turn starts a new count
     if (payload_of<UserMessage>(e).reason == UserMessage::kGoalTurn) {
       goal_turn_due_ = false;
       ++goal_turns_started_;
@@ -95,7 +96,9 @@ void TurnTracker::apply_response(const events::ModelResponse& p) {
   } else {
     consecutive_errors_ = 0;
     const bool paused = p.finish_reason == ModelResponse::kFinishPauseTurn;
-    last_stopped_ = last_calls_.empty() && !paused;
+    paused_in_a_row_ = paused ? paused_in_a_row_ + 1 : 0;
+    const bool carry_on = paused && paused_in_a_row_ <= kMaxPausedTurnsInARow;
+    last_stopped_ = last_calls_.empty() && !carry_on;
     goal_turn_due_ = last_stopped_;
   }
 }
@@ -125,6 +128,7 @@ json TurnTracker::to_json() const {
               {"goal_turn_due", goal_turn_due_},
               {"last_error_kind", last_error_kind_},
               {"consecutive_errors", consecutive_errors_},
+              {"paused_in_a_row", paused_in_a_row_},
               {"goal_turns_started", goal_turns_started_}};
 }
 
@@ -144,6 +148,7 @@ TurnTracker TurnTracker::from_json(const json& j) {
   t.goal_turn_due_ = j.at("goal_turn_due").get<bool>();
   t.last_error_kind_ = j.at("last_error_kind").get<std::string>();
   t.consecutive_errors_ = j.at("consecutive_errors").get<int>();
+  t.paused_in_a_row_ = j.at("paused_in_a_row").get<int>();
   t.goal_turns_started_ = j.at("goal_turns_started").get<int64_t>();
   return t;
 }

@@ -33,6 +33,12 @@ std::vector<LoggedToolCall> tool_calls_of(const json& message);
 // the model gave none or repeated one) and converts it to the log's flat form. Deterministic.
 json normalise_assistant_message(const json& message, int64_t turn);
 
+// A provider that pauses turn after turn (finish reason pause_turn) would be asked again forever,
+// stopped only by a budget. After this many paused turns in a row, the next one counts as the
+// policy stopping: a goal turn follows, and the goal's turns-without-progress limit bounds the
+// rest.
+inline constexpr int kMaxPausedTurnsInARow = 8;
+
 class TurnTracker {
  public:
   // Feed every event of the log in order. model.response events with a `purpose` (e.g. a
@@ -48,13 +54,14 @@ class TurnTracker {
   std::vector<LoggedToolCall> unfinished_calls() const;
   // The last response carried no tool calls and no error: the policy stopped. Not so for a turn
   // the provider paused (ModelResponse::kFinishPauseTurn): the model is asked again with it, as
-  // it is, and carries on (no goal turn).
+  // it is, and carries on (no goal turn), up to kMaxPausedTurnsInARow paused turns in a row.
   bool policy_stopped() const { return last_stopped_; }
   // The policy stopped and no goal turn (user.message, reason goal_turn) has been started since.
   bool goal_turn_due() const { return goal_turn_due_; }
   // The last response reported an error (its kind), if any.
   const std::string& last_error_kind() const { return last_error_kind_; }
   int consecutive_model_errors() const { return consecutive_errors_; }
+  int paused_turns_in_a_row() const { return paused_in_a_row_; }
   // The goal turn the next model.request belongs to: 1 + goal turns started (model.request.turn;
   // fold counts turns without progress from it).
   int64_t goal_turn() const { return 1 + goal_turns_started_; }
@@ -74,6 +81,7 @@ class TurnTracker {
   bool goal_turn_due_ = false;
   std::string last_error_kind_;
   int consecutive_errors_ = 0;
+  int paused_in_a_row_ = 0;
   int64_t goal_turns_started_ = 0;
 };
 

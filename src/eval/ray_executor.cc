@@ -192,12 +192,19 @@ std::vector<RayNode> RayExecutor::nodes() const {
   return answer ? ray_nodes(*answer) : std::vector<RayNode>{};
 }
 
-std::string RayExecutor::node_name(const std::string& node_id) const {
+std::string RayExecutor::node_name(const std::string& node_id) {
   if (node_id.empty()) return "";
-  for (const RayNode& n : nodes()) {
-    if (n.id == node_id && !n.ip.empty()) return n.ip;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = node_ips_.find(node_id); it != node_ips_.end()) return it->second;
   }
-  return node_id.substr(0, 12);
+  std::vector<RayNode> listed = nodes();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const RayNode& n : listed) {
+    if (!n.ip.empty()) node_ips_[n.id] = n.ip;
+  }
+  auto it = node_ips_.find(node_id);
+  return it != node_ips_.end() ? it->second : node_id.substr(0, 12);
 }
 
 ExecutedEval RayExecutor::evaluate(const EvalRequest& r, const EventSink& log) {

@@ -59,14 +59,16 @@ class RayExecutor : public Executor {
   Followed follow(const std::string& submission_id, const EvalRequest& request) const;
   // The cluster's nodes as the head lists them now (empty when it cannot say).
   std::vector<RayNode> nodes() const;
-  // A node's IP for the usage tally and the log (its id when the head does not list it).
-  std::string node_name(const std::string& node_id) const;
+  // A node's IP for the usage tally and the log (its id when the head does not list it). A node
+  // keeps its IP for its life, so the head is asked only for an id not seen before.
+  std::string node_name(const std::string& node_id);
 
   ExecutorSpec spec_;
   RayJobsApi api_;
   double poll_s_;
   mutable std::mutex mu_;
-  std::map<std::string, SlotUsage> usage_;  // per node (eval/executor_usage.h ray_slot)
+  std::map<std::string, SlotUsage> usage_;       // per node (eval/executor_usage.h ray_slot)
+  std::map<std::string, std::string> node_ips_;  // node id -> IP, as the head listed them (mu_)
 };
 
 }  // namespace marathon::eval

@@ -94,5 +94,27 @@ TEST(NormaliseAssistantMessage, MissingAndRepeatedIdsBecomeUniqueAndDeterministi
   EXPECT_EQ(normalise_assistant_message(n, 9), n) << "normalising twice changes nothing";
 }
 
+TEST(TurnTracker, PausedTurnsAreCarriedOnUpToTheCapThenTheNextCountsAsAStop) {
+  TurnTracker t;
+  json paused = response(json::array(), "more to come");
+  paused["finish_reason"] = "pause_turn";
+  for (int i = 1; i <= kMaxPausedTurnsInARow; ++i) {
+    t.apply(event(2 * i, events::ModelRequest::kType, {}));
+    t.apply(event(2 * i + 1, events::ModelResponse::kType, paused));
+    EXPECT_FALSE(t.policy_stopped()) << i;
+    EXPECT_FALSE(t.goal_turn_due()) << i;
+  }
+  t.apply(event(100, events::ModelResponse::kType, paused));
+  EXPECT_TRUE(t.policy_stopped());
+  EXPECT_TRUE(t.goal_turn_due());
+  EXPECT_EQ(TurnTracker::from_json(t.to_json()), t);
+  // A turn that is not paused resets the count.
+  t.apply(event(101, events::ModelResponse::kType,
+                response({{{"id", "a"}, {"name", "note"}, {"arguments", "{}"}}})));
+  EXPECT_EQ(t.paused_turns_in_a_row(), 0);
+  t.apply(event(102, events::ModelResponse::kType, paused));
+  EXPECT_FALSE(t.policy_stopped());
+}
+
 }  // namespace
 }  // namespace marathon

@@ -658,6 +658,28 @@ TEST(Runner, ATurnTheProviderPausedIsSentBackLastAsItIsWithNoGoalTurnOrNote) {
   }
 }
 
+TEST(Runner, AProviderThatPausesEveryTurnGetsAGoalTurnAfterTheCapAndTheGoalLimitStopsTheRun) {
+  Fixture f([](NewRunOptions& o) { o.goal_auto_pause_turns = 2; });
+  ScriptedPolicy policy([&](int) {
+    PolicyReply r = reply_with({}, "still thinking");
+    r.finish_reason = events::ModelResponse::kFinishPauseTurn;
+    return r;
+  });
+  RunReport report = Runner(*f.store, policy, f.tools, f.run_dir).run();
+  EXPECT_EQ(report.outcome, RunOutcome::kPaused);
+  EXPECT_EQ(report.reason, "goal_auto_paused");
+  std::vector<Event> events = f.events();
+  // Each goal turn: kMaxPausedTurnsInARow paused turns carried on, then one that counts as a stop.
+  auto goal_turns = events_of_type(events, events::UserMessage::kType);
+  EXPECT_EQ(goal_turns.size(), 1u);
+  EXPECT_EQ(policy.calls, 2 * (kMaxPausedTurnsInARow + 1));
+  EXPECT_EQ(fold(events).goal.turns_without_progress, 2);
+  ReplayPolicy* served = nullptr;
+  State replayed = replay_of(f, &served);
+  EXPECT_EQ(comparable_state(replayed), comparable_state(fold(events)));
+  EXPECT_EQ(served->served(), served->available());
+}
+
 }  // namespace
 }  // namespace marathon
 
