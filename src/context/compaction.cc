@@ -296,7 +296,7 @@ CompactionPlan plan_compaction(PromptCache& cache, const State& state,
                                const std::vector<Event>& events, Force force) {
   cache.update(state, events);
   const ContextConfig& config = cache.config();
-  const CompactionLog& c = cache.compaction_log();
+  const CompactionLog& c = state.compaction;
   CompactionPlan p;
   p.elide_through = c.elided_through;
   p.summarize_through = c.summarized_through;
@@ -440,7 +440,7 @@ CompactionResult run_compaction(PromptCache& cache, const CompactionPlan& plan, 
   // Everything read from state, events and the cache happens here, before the first append.
   cache.update(state, events);
   const ContextConfig& config = cache.config();
-  const CompactionLog c = cache.compaction_log();
+  const CompactionLog c = state.compaction;
   const Layout layout = make_layout(state, cache);  // units after the installed summary point
   Layout after_layout = layout;
   after_layout.units = cache.units_after(state, events, plan.summarize_through);

@@ -116,10 +116,10 @@ Layout make_layout(const State& state, PromptCache& cache) {
   l.kickoff = json{{"role", "user"}, {"content", task_message(state)}};
   l.kickoff_tokens = estimate_message_tokens(l.kickoff);
   l.units = cache.units();
-  l.ratio = cache.ratio();
+  l.ratio = state.token_fit.ratio();
   l.tools_tokens = cache.tools_tokens();
-  l.summary = &cache.compaction_log().summary;
-  l.summary_tokens = cache.summary_tokens();
+  l.summary = &state.compaction.summary;
+  l.summary_tokens = cache.summary_tokens(state.compaction);
   return l;
 }
 
@@ -194,7 +194,7 @@ Prompt assemble(const Layout& l, const ContextView& v, const ContextConfig& conf
 
 Prompt build_prompt(PromptCache& cache, const State& state, const std::vector<Event>& events) {
   cache.update(state, events);
-  const CompactionLog& c = cache.compaction_log();
+  const CompactionLog& c = state.compaction;
   const ContextView v{c.summary, c.summarized_through, c.elided_through};
   const Layout l = make_layout(state, cache);
   Prompt p = assemble(l, v, cache.config(), /*enforce_hard_cap=*/true);

@@ -180,7 +180,6 @@ void PromptCache::reset() {
 }
 
 void PromptCache::update(const State& state, const std::vector<Event>& events) {
-  state_ = &state;
   // The events after the last one this cache read: found by seq, since the caller may have dropped
   // a prefix it no longer needs (drop_summarized_events).
   size_t from = 0;
@@ -290,8 +289,7 @@ std::span<const PreparedUnit> PromptCache::units_after(const State& state,
   return scratch_;
 }
 
-int64_t PromptCache::summary_tokens() {
-  const CompactionLog& log = state_->compaction;
+int64_t PromptCache::summary_tokens(const CompactionLog& log) {
   if (summary_seq_ != log.installed_seq) {
     summary_seq_ = log.installed_seq;
     summary_tokens_ = estimate_text_tokens(log.summary);
@@ -346,8 +344,8 @@ json PromptCache::unit_messages(size_t first, int64_t elided_through) {
 
 void PromptCache::give_back(json messages) { spare_ = std::move(messages); }
 
-void drop_summarized_events(const PromptCache& cache, std::vector<Event>& events) {
-  size_t keep_from = first_index_after(events, cache.compaction_log().summarized_through);
+void drop_summarized_events(const State& state, std::vector<Event>& events) {
+  size_t keep_from = first_index_after(events, state.compaction.summarized_through);
   keep_from = std::min(keep_from, events.empty() ? 0 : events.size() - 1);
   if (keep_from == 0) return;
   events.erase(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(keep_from));

@@ -89,16 +89,13 @@ class PromptCache {
   PromptCache(ContextConfig config, json tools = json::array());
 
   // Brings the cache up to `events` (sorted by seq, as the store returns them), whose fold is
-  // `state` (the compaction log and the token calibration are read from it; `state` must outlive
-  // the cache's use until the next update).
+  // `state` (its compaction log says where the units start; the cache keeps no reference to it).
+  // The compaction log and the token calibration are the state's: callers read them there.
   void update(const State& state, const std::vector<Event>& events);
 
   const ContextConfig& config() const { return config_; }
   const json& tools() const { return tools_; }
   int64_t tools_tokens() const { return tools_tokens_; }
-  // The state of the last update's compaction log and calibration ratio.
-  const CompactionLog& compaction_log() const { return state_->compaction; }
-  double ratio() const { return state_->token_fit.ratio(); }
 
   // The units after the installed summary point, as build_units(events, summarized_through) gives
   // them (the last one may still be open: it is shown closed, with placeholder results).
@@ -110,7 +107,7 @@ class PromptCache {
                                             int64_t after_seq);
 
   // Raw token estimate of the installed summary's text (computed once per summary).
-  int64_t summary_tokens();
+  int64_t summary_tokens(const CompactionLog& log);
 
   // The ledger view for these options, kept up to date with the ledger (ledger_view.h).
   LedgerView& ledger_view(const LedgerViewOptions& o);
@@ -140,8 +137,7 @@ class PromptCache {
   size_t seen_ = 0;  // events read so far (0: none since the last reset)
   int64_t last_seq_ = 0;
   std::string last_id_;
-  const State* state_ = nullptr;  // the last update's
-  CutMap cuts_seen_;              // the compaction log's cuts the units were prepared with
+  CutMap cuts_seen_;  // the compaction log's cuts the units were prepared with
 
   int64_t base_ = 0;  // units_ are built from the events with seq > base_
   UnitBuilder builder_;
@@ -174,6 +170,6 @@ class PromptCache {
 // log (tests/context/incremental_prompt_test.cc). A fresh cache needs only the events after the
 // state's summary point too: what it reads of older events (the compaction log, the token
 // calibration) is folded into State.
-void drop_summarized_events(const PromptCache& cache, std::vector<Event>& events);
+void drop_summarized_events(const State& state, std::vector<Event>& events);
 
 }  // namespace marathon::context

@@ -355,7 +355,7 @@ bool Runner::compact(context::Force force, bool cuts_only) {
 int64_t Runner::fixed_prompt_tokens() {
   context::Layout layout = context::make_layout(state_, *prompt_cache_);
   layout.units = {};
-  const CompactionLog& c = prompt_cache_->compaction_log();
+  const CompactionLog& c = state_.compaction;
   return context::assemble(layout, {c.summary, c.summarized_through, c.elided_through},
                            context_config_, /*enforce_hard_cap=*/false)
       .tokens_estimate;
@@ -379,7 +379,7 @@ std::optional<RunReport> Runner::ask_policy() {
     prompt = context::build_prompt(*prompt_cache_, state_, events_);
   }
   // The cache now holds what it needs of the events up to the installed summary point.
-  context::drop_summarized_events(*prompt_cache_, events_);
+  context::drop_summarized_events(state_, events_);
   if (prompt.tokens_estimate > context_config_.hard_tokens()) {
     // Nothing is ever sent above the hard threshold: compact as hard as an overflow would, once.
     if (compact(context::Force::kOverHard, false)) {

@@ -81,7 +81,7 @@ Counts compare_over_run(int64_t window, unsigned seed, int steps, bool compact, 
       }
     }
     Prompt p = build_prompt(cache, log.b.state, given());
-    if (drop) drop_summarized_events(cache, kept);
+    if (drop) drop_summarized_events(log.b.state, kept);
     if (!expect_same_prompt(p, build_prompt(log.b.state, log.b.events, log.config, log.tools),
                             log.tools, step)) {
       break;
