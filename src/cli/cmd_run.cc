@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/installation.h"
+#include "context/prompt_texts.h"
 #include "core/event_store.h"
 #include "core/events.h"
 #include "core/fold.h"
@@ -275,7 +276,7 @@ int do_run(const RunArgs& a) {
     oi.run_dir = branch_dir(o.run_dir, i);
     if (k > 1) {
       oi.extra_config["branch"] = i;
-      oi.objective_note = branch_note(i, k);
+      oi.objective_note = context::branch_note(i, k);
     }
     std::error_code ec;
     if (i > 0) fs::create_directories(oi.run_dir.parent_path(), ec);

@@ -25,6 +25,18 @@ constexpr const char* kInterruptedTool =
     "interrupted: the runner stopped while `{tool}` was running and it was not re-run on resume "
     "(it is not idempotent). Its effects, if any, are unknown: check before you retry it.";
 
+constexpr const char* kBranchNote =
+    "You are branch {branch} of {branches} working on this goal at the same time, each with its "
+    "own workspace. Findings and dead ends the other branches note appear in your ledger marked "
+    "[branch N]; an evaluation another branch already ran is served from the shared cache. "
+    "Explore ideas the ledger does not show yet.";
+
+constexpr const char* kBranchBest =
+    "[branch {from}] the run's best so far: {metric} {score:.6g}, candidate {candidate}; `revert` "
+    "with candidate \"{candidate}\" forks your workspace from it";
+
+constexpr const char* kBranchCopy = "[branch {from}] {text}";
+
 constexpr const char* kNotRunTool = "not run: the run ended before this call ({reason}: {summary})";
 
 }  // namespace
@@ -55,6 +67,21 @@ std::string interrupted_tool_output(const std::string& tool) {
 std::string not_run_tool_output(const std::string& reason, const std::string& summary) {
   return fmt::format(fmt::runtime(kNotRunTool), fmt::arg("reason", reason),
                      fmt::arg("summary", summary));
+}
+
+std::string branch_note(int branch, int branches) {
+  return fmt::format(fmt::runtime(kBranchNote), fmt::arg("branch", branch),
+                     fmt::arg("branches", branches));
+}
+
+std::string branch_best_note(int from, const std::string& metric, double score,
+                             const std::string& candidate) {
+  return fmt::format(fmt::runtime(kBranchBest), fmt::arg("from", from), fmt::arg("metric", metric),
+                     fmt::arg("score", score), fmt::arg("candidate", candidate));
+}
+
+std::string branch_copied_note(int from, const std::string& text) {
+  return fmt::format(fmt::runtime(kBranchCopy), fmt::arg("from", from), fmt::arg("text", text));
 }
 
 }  // namespace marathon::context

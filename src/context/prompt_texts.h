@@ -31,4 +31,16 @@ std::string interrupted_tool_output(const std::string& tool);
 // and `summary` are the run.finished's.
 std::string not_run_tool_output(const std::string& reason, const std::string& summary);
 
+// What a branch's goal adds to the task's objective (branch `branch` of `branches`), so that the
+// model knows it is one of several (and a scripted test model can tell the branches apart).
+std::string branch_note(int branch, int branches);
+
+// ledger.noted (finding) in every other branch when branch `from` reaches the run's best:
+// `candidate` is the short hash that `revert` takes.
+std::string branch_best_note(int from, const std::string& metric, double score,
+                             const std::string& candidate);
+
+// ledger.noted copied from branch `from` into the others.
+std::string branch_copied_note(int from, const std::string& text);
+
 }  // namespace marathon::context

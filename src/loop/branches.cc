@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "context/prompt_texts.h"
 #include "core/events.h"
 #include "core/fold.h"
 #include "eval/shared_results.h"
@@ -29,15 +30,6 @@ fs::path branch_dir(const fs::path& run_dir, int branch) {
 int branch_count(const State& state) {
   int k = state.config.value("branches", 1);
   return k < 1 ? 1 : std::min(k, kMaxBranches);
-}
-
-std::string branch_note(int branch, int branches) {
-  return fmt::format(
-      "You are branch {} of {} working on this goal at the same time, each with its own "
-      "workspace. Findings and dead ends the other branches note appear in your ledger marked "
-      "[branch N]; an evaluation another branch already ran is served from the shared cache. "
-      "Explore ideas the ledger does not show yet.",
-      branch, branches);
 }
 
 BudgetUsed run_budget_used(const BudgetUsed& own, const std::vector<BudgetUsed>& others) {
@@ -121,10 +113,7 @@ class Coordinator {
     events::LedgerNoted note;
     note.kind = LedgerKind::kFinding;
     const std::string short_hash = cand.substr(0, 12);
-    note.text = fmt::format(
-        "[branch {}] the run's best so far: {} {:.6g}, candidate {}; `revert` with candidate "
-        "\"{}\" forks your workspace from it",
-        from, s.goal.metric, *s.best_score, short_hash, short_hash);
+    note.text = context::branch_best_note(from, s.goal.metric, *s.best_score, short_hash);
     note.from_branch = from;
     note.from_seq = at_seq;
     mirrors_[size_t(to)]->append_batch({make_event(imported), make_event(note)});
@@ -138,7 +127,7 @@ class Coordinator {
     const auto p = payload_of<events::LedgerNoted>(note);
     events::LedgerNoted copy;
     copy.kind = p.kind;
-    copy.text = fmt::format("[branch {}] {}", from, p.text);
+    copy.text = context::branch_copied_note(from, p.text);
     copy.from_branch = from;
     copy.from_seq = note.seq;
     mirrors_[size_t(to)]->append(make_event(copy));

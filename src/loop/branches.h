@@ -34,10 +34,6 @@ std::filesystem::path branch_dir(const std::filesystem::path& run_dir, int branc
 // How many branches a run has (its run.created config.branches; 1 for a run without branches).
 int branch_count(const State& state);
 
-// Pure: what a branch's goal adds to the task's objective, so that the model knows it is one of
-// several (and a scripted test model can tell the branches apart).
-std::string branch_note(int branch, int branches);
-
 // Pure: `own` with the other branches' use added (tool calls, model calls, tokens, cost, GPU
 // time); wall time is the longest of them (the branches run at the same time).
 BudgetUsed run_budget_used(const BudgetUsed& own, const std::vector<BudgetUsed>& others);
