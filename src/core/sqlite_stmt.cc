@@ -9,8 +9,14 @@ void throw_sqlite(sqlite3* db, const std::string& path, const std::string& what)
   std::string kind;
   if (primary == SQLITE_CORRUPT) kind = "corrupted file: ";
   if (primary == SQLITE_NOTADB) kind = "not a SQLite database: ";
+  std::string hint;
+  if (primary == SQLITE_FULL) {
+    hint =
+        "; the disk is full: nothing committed is lost, free space and run `marathon resume` "
+        "on the run directory";
+  }
   throw StoreError("event log " + path + ": " + kind + what + ": " + msg + " (sqlite code " +
-                   std::to_string(code) + ")");
+                   std::to_string(code) + ")" + hint);
 }
 
 Stmt::Stmt(sqlite3* db, const std::string& path, std::string_view sql) : db_(db), path_(path) {

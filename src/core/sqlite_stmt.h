@@ -11,7 +11,8 @@
 
 namespace marathon::detail {
 
-// "event log FILE: WHAT: sqlite's message". Corruption codes get the word "corrupted".
+// "event log FILE: WHAT: sqlite's message". Corruption codes get the word "corrupted"; a full
+// disk says what to do (the failed transaction left nothing, what was committed stays).
 [[noreturn]] void throw_sqlite(sqlite3* db, const std::string& path, const std::string& what);
 
 class Stmt {
