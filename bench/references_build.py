@@ -2,6 +2,7 @@
 
     python bench/references_build.py flashmla --src FLASHMLA_CHECKOUT --cutlass CUTLASS_CHECKOUT --out DIR
     python bench/references_build.py flashinfer --out DIR      (flashinfer-python importable)
+    python bench/references_build.py flashinfer-pack --out DIR (the same, for a GPU machine)
 
 Measurement only: what this builds is never importable by a candidate (the tasks ban flash_mla and
 flashinfer), and no code of either project is kept in this repository.
@@ -16,6 +17,10 @@ prefill is sm100-only and its sparse kernels take top-k indices.
 flashinfer: FlashInfer's fa3 (Hopper) batch MLA module for bf16, latent 512 + RoPE 64, built
 ahead of time into DIR/<module>/<module>.so; copied into flashinfer/data/aot/ of an installed
 flashinfer, FlashInfer loads it instead of compiling it.
+
+flashinfer-pack: the installed flashinfer's Python files, the headers its JIT modules include and
+the batch MLA sources, as DIR/flashinfer-site.tar.xz (about 16 MB: the wheel is 101 MB, more than a
+device call carries). scripts/gpu-check unpacks it onto PYTHONPATH with DIR/aot beside it.
 """
 
 from __future__ import annotations
@@ -143,9 +148,36 @@ def build_flashinfer(out: Path) -> Path:
     return dest / f"{spec.name}.so"
 
 
+def pack_flashinfer(out: Path) -> Path:
+    import importlib.util
+    import tarfile
+
+    spec = importlib.util.find_spec("flashinfer")  # found, not imported (it needs a GPU's libraries)
+    if spec is None or spec.origin is None:
+        raise SystemExit("flashinfer-pack: flashinfer is not importable here (pip install flashinfer-python)")
+    pkg = Path(spec.origin).resolve().parent
+    keep_dirs = ("data/include", "data/cutlass/include", "data/cccl", "data/spdlog")
+    out.mkdir(parents=True, exist_ok=True)
+    dest = out / "flashinfer-site.tar.xz"
+    with tarfile.open(dest, "w:xz") as tar:
+        for f in sorted(pkg.rglob("*")):
+            rel = f.relative_to(pkg).as_posix()
+            if not f.is_file() or "__pycache__" in rel:
+                continue
+            in_data = rel.startswith("data/")
+            wanted = (
+                (f.suffix == ".py" and not in_data)
+                or any(rel.startswith(d + "/") for d in keep_dirs)
+                or (rel.startswith("data/csrc/") and ("batch_mla" in f.name or f.suffix in (".h", ".cuh")))
+            )
+            if wanted:
+                tar.add(f, arcname=f"flashinfer/{rel}")
+    return dest
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("what", choices=["flashmla", "flashinfer"])
+    p.add_argument("what", choices=["flashmla", "flashinfer", "flashinfer-pack"])
     p.add_argument("--src", type=Path, help="a FlashMLA checkout (flashmla)")
     p.add_argument("--cutlass", type=Path, help="a CUTLASS checkout at FlashMLA's submodule commit (flashmla)")
     p.add_argument("--out", type=Path, required=True)
@@ -155,6 +187,8 @@ def main() -> int:
         if a.src is None or a.cutlass is None:
             p.error("flashmla needs --src and --cutlass")
         print(build_flashmla(a.src.resolve(), a.cutlass.resolve(), a.out.resolve(), a.nvcc))
+    elif a.what == "flashinfer-pack":
+        print(pack_flashinfer(a.out.resolve()))
     else:
         print(build_flashinfer(a.out.resolve()))
     return 0
