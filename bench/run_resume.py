@@ -163,7 +163,9 @@ def main() -> int:
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         watcher.root = proc.pid
-        kind = plan.pop(0) if plan else None
+        deadline = t_start + args.deadline_s
+        # Past the deadline no more kills: the segment is the last, and is asked to stop.
+        kind = plan.pop(0) if plan and time.monotonic() < deadline else None
         killed = False
         if kind == "any":
             time.sleep(rng.uniform(1.0, max(1.0, args.spread_s)))
@@ -177,9 +179,10 @@ def main() -> int:
             in_eval = bool(watcher.live_since(t0))
             proc.send_signal(signal.SIGKILL)
             killed = True
-        deadline = t_start + args.deadline_s
         while proc.poll() is None:
-            if time.monotonic() > deadline and status == "running":
+            # `marathon stop` only for a live runner: a stop asked of a killed one is overridden by
+            # the `marathon resume` that follows (the user's later word).
+            if not killed and time.monotonic() > deadline and status == "running":
                 subprocess.run([args.marathon, "stop", args.run_dir], capture_output=True)
                 status = "stopped at the deadline"
             time.sleep(0.2)
@@ -202,6 +205,7 @@ def main() -> int:
                 }
             )
             seg["killed"] = kills[-1]["when"]
+            seg["left_after_kill"] = {"evaluators": left, "gpu_processes": gpu}
         else:
             seg["tail"] = out[-600:]
         segments.append(seg)
