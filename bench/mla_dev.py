@@ -3,7 +3,7 @@
     python3 bench/mla_dev.py [--quick] [--decode-configs JSON] [--prefill-configs JSON]
 
 Decode (B1 H64 Skv8192, Sq 1/2/4) is timed as CUDA-graph replay with L2 flushed before each call
-(a 256 MB buffer is written between calls; events around each replay; median), plus two cross-checks:
+(the evaluator's flush, 256 MB read between calls; events around each replay; median), plus two cross-checks:
 the same with the flush and call captured together minus the flush alone (launch-free), and warm-L2
 replay. Prefill (causal, S 8192) is timed eagerly (15+ ms per call: launch and L2 do not matter).
 Baselines: the float32 reference (graph), bf16 PyTorch matmuls (graph), SDPA with the latent as K and
@@ -26,8 +26,11 @@ import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "kernels" / "mla"))
+sys.path.insert(1, str(ROOT))
 import kernel as K  # noqa: E402
 import reference as R  # noqa: E402
+
+from harness.timing import Flusher  # noqa: E402  (the evaluator's L2 flush)
 
 DEV = torch.device("cuda")
 B, H, SKV, DV, D = 1, 64, 8192, 512, 576
@@ -91,7 +94,7 @@ def capture(fn, n=1):
 
 
 def flush():
-    flush_buf.zero_()
+    flush_buf()
 
 
 def time_decode(fn, reps=200):
@@ -126,7 +129,7 @@ def check_decode(cfg, sq, scale, Bc=B, Skv=SKV, seed=0):
 
 def decode_section(configs, quick):
     global flush_buf
-    flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device=DEV)
+    flush_buf = Flusher(DEV)
     for sq in (1, 2, 4):
         torch.manual_seed(sq)
         q = torch.randn(B, sq, H, D, device=DEV).to(torch.bfloat16)
@@ -327,7 +330,7 @@ def scaling(dec):
     shape): the intercept is the fixed cost per call (q load, launch, barrier, merge), the slope the
     cost per kv tile."""
     global flush_buf
-    flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device=DEV)
+    flush_buf = Flusher(DEV)
     tiny = torch.zeros(1, device=DEV)
     cold, lf, warm = time_decode(lambda: tiny.add_(1), reps=50)
     log(f"scaling tiny kernel: cold {cold:.2f} lf {lf:.2f} warm {warm:.2f} us")
