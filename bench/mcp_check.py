@@ -2,6 +2,9 @@
 files again (the result cache must answer), then profile it. Prints one line per call.
 
     python3 bench/mcp_check.py OUT_DIR    (marathon on PATH; scripts/gpu-check's mcp step)
+
+A plain JSON-RPC client over the pipes: the GPU machine has no MCP SDK and no package registry.
+The server's protocol is checked with the official SDK by tests/python/test_mcp_server.py.
 """
 
 from __future__ import annotations
