@@ -18,8 +18,8 @@ Which kernel runs (``impl``, decided per call by what the machine offers):
 
 * ``"gluon"`` (the default) on a Hopper GPU, for bf16 and the 512 + 64 latent, with a Triton that
   has Gluon: the split kernel of decode_gluon.py, one program of two warpgroups per split, which
-  share each score tile and each take half of the value columns; the merge is ``_merge_kernel``
-  below. The causal prefill is the same kernel with one split (a prefill is a decode whose queries
+  share each score tile and each take half of the value columns; the merge in the same launch
+  behind a grid barrier when every program is resident at once, else ``_merge_kernel`` below. The causal prefill is the same kernel with one split (a prefill is a decode whose queries
   are the whole cache).
 * ``"tl"`` everywhere else (other GPUs, other dtypes and widths, Triton's interpreter):
   ``_decode_kernel``, split-KV flash-decoding where each kv tile is loaded once (by TMA on Hopper)
@@ -522,7 +522,8 @@ def _merge(po, lse, o2, S, block_dv):
 
 
 def _decode_gl(dg, q, kv, scale, dv, cfg, dims):
-    """decode_with_config on the Gluon kernel: the split kernel, then the merge kernel."""
+    """decode_with_config on the Gluon kernel: the split kernel, merging in the same launch or then
+    in the merge kernel."""
     B, Sq, H, Skv, d_pe = dims
     M = Sq * H
     m_blocks = triton.cdiv(M, dg.ROWS)
@@ -535,11 +536,15 @@ def _decode_gl(dg, q, kv, scale, dv, cfg, dims):
     else:  # each program's tile contiguous ([B, S, M, dv]) for its TMA store
         out = torch.empty((B, S, M, dv), device=q.device, dtype=torch.bfloat16)
         po, lse = out.transpose(1, 2), torch.empty((B, M, S), device=q.device, dtype=torch.float32)
+    # the merge in the same launch when every program is resident at once (one per SM)
+    sync = None
+    if S > 1 and cfg["fused_merge"] and S * m_blocks * B <= _num_sms(q.device):
+        sync = _sync_buffer(q.device, torch.cuda.current_stream(q.device).cuda_stream)
     dg.decode_split_gluon(
         q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), out, lse, scale * LOG2E,
-        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=cfg["gl_kslices"],
+        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=cfg["gl_kslices"], o2=o2, sync=sync,
     )  # fmt: skip
-    if S > 1:
+    if S > 1 and sync is None:
         _merge(po, lse, o2, S, cfg["merge_block_dv"])
     return o
 
@@ -636,8 +641,8 @@ def mla_decode(q: torch.Tensor, kv: torch.Tensor, scale: float, dv: int = 512) -
     """Decode attention of q [B, Sq, H, D] over the latent cache kv [B, Skv, D]; o [B, Sq, H, dv].
 
     For Sq > 1 the queries are the last Sq positions of the cache (causal, tril(Skv - Sq)).
-    Safe for calls overlapping on different streams: the Gluon path keeps no state between calls,
-    and the tl path's fused merge takes one barrier-counter pair per stream.
+    Safe for calls overlapping on different streams: a fused merge (either kernel) takes one
+    barrier-counter pair per stream.
     """
     return decode_with_config(q, kv, scale, dv)
 
