@@ -23,6 +23,8 @@ Protocols, both on the same input sets:
           flushed before each replay, inputs rotated, median.
   steady  one CUDA graph holding many calls over rotated input sets that together exceed twice the
           L2, its replay time divided by the number of calls (median of replays).
+Floors: each case's bytes or FLOPs (its task's `floor(shape)`) at this GPU's measured copy and bf16
+matmul rates (harness.ceilings), as the evaluator takes them; the table gives ours as a fraction.
 Correctness: every MLA output against the task's float32 reference (RMS-relative error, the task's
 tolerance). KDA's float32 reference is a Python loop over time steps, too slow at the timed shapes:
 there FLA's outputs are compared with our kernel's (which the evaluator checks), and --kda-check
@@ -133,7 +135,11 @@ class Bench:
         from harness.correctness import rel_err
 
         self.torch, self.timing, self.rel_err, self.args, self.res = torch, timing, rel_err, args, res
+        from harness import ceilings
+
         self.flusher = timing.Flusher("cuda")
+        self.ceilings = ceilings.get()  # the measured copy and matmul rates the floors are taken at
+        self.floor_ms = lambda floor: ceilings.floor_ms(floor, self.ceilings)
         self.l2 = torch.cuda.get_device_properties(0).L2_cache_size
         self.deadline = time.monotonic() + args.deadline_s
 
@@ -149,9 +155,12 @@ class Bench:
         calls = len(sets[:n]) * max(1, math.ceil(min_calls / n))
         return sets[:n_cold], sets[:n], calls
 
-    def run(self, part, case, impls: dict, make, check, n_cold=3, min_calls=16):
-        """Time every implementation of one case under both protocols, after a checked first call."""
+    def run(self, part, case, impls: dict, make, check, n_cold=3, min_calls=16, floor: dict | None = None):
+        """Time every implementation of one case under both protocols, after a checked first call.
+        floor: the task's byte and FLOP floor of the case (its reference's `floor(shape)`)."""
         torch = self.torch
+        if floor is not None:
+            self.res.add(part=part, case=case, impl="floor", floor_ms=self.floor_ms(floor), **floor)
         try:
             cold_sets, steady_sets, calls = self.inputs(make, n_cold, min_calls)
         except Exception as e:  # noqa: BLE001
@@ -351,7 +360,14 @@ def part_mla(b: Bench, root: Path, flashmla: Path | None):
             e = b.rel_err(out, r)
             return {"rel_err": e, "ok": e <= ref.TOLERANCE["o"]}
 
-        b.run("mla", name, impls, lambda i, s=shape: ref.make_inputs(s, 2026 + 31 * i, "cuda"), check)
+        b.run(
+            "mla",
+            name,
+            impls,
+            lambda i, s=shape: ref.make_inputs(s, 2026 + 31 * i, "cuda"),
+            check,
+            floor=ref.floor(shape),
+        )
 
 
 def part_mla_prefill(b: Bench, root: Path):
@@ -389,6 +405,7 @@ def part_mla_prefill(b: Bench, root: Path):
             check,
             n_cold=2,
             min_calls=4,
+            floor=ref.floor(shape),
         )
 
 
@@ -441,6 +458,7 @@ def part_kda(b: Bench, root: Path):
             check,
             n_cold=2,
             min_calls=8,
+            floor=ref.floor(shape),
         )
 
 
@@ -490,16 +508,18 @@ def markdown(rows: list[dict]) -> str:
         prow = [r for r in rows if r["part"] == part]
         if not prow:
             continue
-        impls = list(dict.fromkeys(r["impl"] for r in prow if r["impl"] != "inputs"))
+        impls = list(dict.fromkeys(r["impl"] for r in prow if r["impl"] not in ("inputs", "floor")))
         decode = part == "mla"
         lines += [
             f"### {part}",
             "",
-            "| case | " + " | ".join(f"{i} cold | {i} steady" for i in impls) + " |",
-            "|---|" + "---|---|" * len(impls),
+            "| case | " + " | ".join(f"{i} cold | {i} steady" for i in impls) + " | floor | ours: fraction of floor |",
+            "|---|" + "---|---|" * len(impls) + "---|---|",
         ]
         for case in dict.fromkeys(r["case"] for r in prow):
             cells = []
+            fl = next((x.get("floor_ms") for x in prow if x["case"] == case and x["impl"] == "floor"), None)
+            mine = next((x for x in prow if x["case"] == case and x["impl"] == "ours" and "error" not in x), None)
             for i in impls:
                 r = next((x for x in prow if x["case"] == case and x["impl"] == i), None)
                 if r is None:
@@ -509,6 +529,10 @@ def markdown(rows: list[dict]) -> str:
                 else:
                     bad = "" if r.get("ok", True) else " (WRONG)"
                     cells += [fmt(r.get("cold_ms"), decode) + bad, fmt(r.get("steady_ms"), decode)]
+            frac = "-"
+            if fl and mine and mine.get("cold_ms") and mine.get("steady_ms"):
+                frac = f"{fl / mine['cold_ms']:.1%} cold, {fl / mine['steady_ms']:.1%} steady"
+            cells += [fmt(fl, decode), frac]
             lines.append(f"| {case} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -545,6 +569,7 @@ def main() -> int:
     res.meta = versions()
     res.meta["commit"] = os.environ.get("MARATHON_COMMIT", "unknown")
     b = Bench(a, res)
+    res.meta["ceilings"] = {k: b.ceilings[k] for k in ("copy_TBps", "bf16_TFLOPs")}
     for part in a.parts.split(","):
         try:
             if part == "mla":
