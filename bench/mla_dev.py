@@ -39,8 +39,7 @@ COPY_TBPS, MATMUL_TFLOPS = 4.06, 705.0  # measured on this GPU model (docs: KERN
 
 DECODE_CONFIGS = [
     dict(K.DECODE_CONFIG),  # the shipped default (the Gluon split kernel)
-    {"fused_merge": False},  # the Gluon split kernel, then the merge kernel
-    {"gl_kslices": 2},
+    {"gl_kslices": 4},
     {"gl_stages": 1},
     {"impl": "tl"},  # the tl split kernel with its default knobs
     {"impl": "tl", "fused_merge": False},  # two launches

@@ -9,8 +9,8 @@ tasks' scores keep their own baselines):
                path (lower_bound -5, valid because every log decay of the inputs is >= -5), at the
                task's timed shapes. Each implementation is called once before any timing, so FLA's
                Triton autotuning is done when the clock starts.
-  mla          ours (kernels/mla; also with the merge in a second kernel), the task's baseline (its
-               float32 reference) and FlashMLA's dense Hopper decode (a library built by
+  mla          ours (kernels/mla; also with q and kv in 4 column slices at every split length), the
+               task's baseline (its float32 reference) and FlashMLA's dense Hopper decode (a library built by
                bench/references_build.py, loaded through ctypes) and FlashInfer's batch MLA
                (BatchMLAPagedAttentionWrapper, backend fa3), at the task's timed shapes and at
                serving batches. The latent cache is passed as 64-row pages over the same memory
@@ -329,9 +329,9 @@ def part_mla(b: Bench, root: Path, flashmla: Path | None):
         B, Sq, H, Skv, scale = (shape[x] for x in ("B", "Sq", "H", "Skv", "scale"))
         impls = {
             "ours": lambda inp: ours.mla_decode(inp["q"], inp["kv"], inp["scale"], dv=inp["dv"]),
-            # the split kernel with the merge kernel after it: the default before the merge was fused
-            "ours_merge_kernel": lambda inp: ours.decode_with_config(
-                inp["q"], inp["kv"], inp["scale"], inp["dv"], {"fused_merge": False}
+            # the column slicing of the default before it was chosen per split length
+            "ours_4_slices": lambda inp: ours.decode_with_config(
+                inp["q"], inp["kv"], inp["scale"], inp["dv"], {"gl_kslices": 4}
             ),
             "torch_fp32 (task baseline)": lambda inp: ref.baselines(None)["torch_fp32"](
                 inp["q"], inp["kv"], inp["scale"], inp["dv"]

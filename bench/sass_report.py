@@ -150,8 +150,7 @@ def _mla_specs(mk) -> dict:
 
 
 def _mla_gluon_specs(dg) -> dict:
-    """The Gluon MLA decode (kernels/mla/decode_gluon.py) at the task shape: BLOCK_N 64, 1 stage, the
-    merge kernel (FUSED=True BLOCK_S=32 MERGE_DV=512 is Sq 4's fused merge)."""
+    """The Gluon MLA decode (kernels/mla/decode_gluon.py) at the task shape: BLOCK_N 64, 1 stage."""
     return {
         "decode_gl": (
             dg._mla_decode_gl,
@@ -162,12 +161,9 @@ def _mla_gluon_specs(dg) -> dict:
                 "KVV": _gluon_desc([a["BLOCK_N"], 512 // a["KS"]]),
                 "KVP": _gluon_desc([a["BLOCK_N"], 64]),
                 "LSE": "*fp32",
-                "PO": "*bf16",
-                "O": "*bf16",
-                "SYNC": "*i32",
                 "scale_log2": "fp32",
             },
-            dict(BLOCK_N=64, DV=512, D_PE=64, STAGES=1, SPLIT=True, KS=4, FUSED=False, BLOCK_S=128, MERGE_DV=256),
+            dict(BLOCK_N=64, DV=512, D_PE=64, STAGES=1, SPLIT=True, KS=4),
             dict(num_warps=8, maxnreg=0),
         ),
     }

@@ -19,10 +19,8 @@ What the `tl` kernel cannot say and this one does:
   land while the others stream in; a stage is refilled as soon as both warpgroups are done with it.
 
 Each program writes its normalised output tile (bf16) by one TMA store from q's buffer, which is
-free once the loop is done: its partial when there are several splits (with the log-sum-exp), o
-itself when there is one. The partials are merged in the same launch, behind a grid barrier, when
-every program is resident at once and a barrier-counter pair is free (kernel.py's `_sync_buffer`),
-else by kernel.py's merge kernel. With one split and the queries the whole
+free once the loop is done: its partial when there are several splits (with the log-sum-exp, for
+kernel.py's merge kernel), o itself when there is one. With one split and the queries the whole
 cache the same kernel is the causal prefill (kernel.py's `mla_prefill`), the heaviest row blocks
 launched first.
 
@@ -32,7 +30,6 @@ GPU only (Gluon has no interpreter): the tests compare it with the reference on 
 from __future__ import annotations
 
 import torch
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -65,80 +62,18 @@ def _load_tile(KVV, KVP, kv_v, kv_p, bars, st, row, BLOCK_N: gl.constexpr, DV: g
 
 
 @gluon.jit
-def _bulk_writes_done():
-    """Waits until this thread's bulk (TMA) stores have written global memory (`tma.store_wait`
-    waits only until their shared-memory source is read), then orders those async-proxy writes
-    before the thread's later generic accesses."""
-    gl.inline_asm_elementwise(
-        "cp.async.bulk.wait_group 0; fence.proxy.async.global; mov.u32 $0, 0;", "=r", [], gl.int32, False, 1
-    )
-
-
-@gluon.jit
-def _grid_barrier(SYNC, num_programs):
-    """All programs of the grid wait here until every one has arrived (they must be co-resident:
-    one wave, launched cooperatively): kernel.py's `_grid_barrier` in Gluon. SYNC[0] counts
-    arrivals and is reset by the last one, which then bumps the generation SYNC[1] the others spin
-    on, leaving the pair clean for the next call; release/acquire at GPU scope orders the partials
-    written before it with the reads after it."""
-    gl.thread_barrier()
-    gen = gl.atomic_add(SYNC + 1, 0, sem="relaxed")
-    arrived = gl.atomic_add(SYNC, 1, sem="acq_rel")
-    if arrived == num_programs - 1:
-        gl.atomic_xchg(SYNC, 0, sem="relaxed")
-        gl.atomic_add(SYNC + 1, 1, sem="release")
-    else:
-        cur = gen
-        while cur == gen:
-            cur = gl.atomic_add(SYNC + 1, 0, sem="acquire")
-    gl.thread_barrier()
-
-
-@gluon.jit
-def _merge_items(PO, LSE, O, b, row0, first, S, M, stride_lb, stride_lm,
-                 DV: gl.constexpr, BLOCK_S: gl.constexpr, MERGE_DV: gl.constexpr):  # fmt: skip
-    """The row block's merge items (row, MERGE_DV columns) first, first + S, ...:
-    o = sum_s w_s po_s with w_s = 2^(lse_s - max) / sum (kernel.py's `_merge_row`; L1 bypassed,
-    the partials are other programs' of this launch)."""
-    TD: gl.constexpr = MERGE_DV // 8 if MERGE_DV < 256 else 32
-    m_l: gl.constexpr = gl.BlockedLayout([1, 8], [32 // TD, TD], [8, 1], [1, 0])
-    NCOL: gl.constexpr = DV // MERGE_DV
-    offs_s = gl.arange(0, BLOCK_S, layout=gl.SliceLayout(1, m_l))
-    s_ok = offs_s < S
-    for it in range(first, BM * NCOL, S):
-        row = row0 + it // NCOL
-        if row < M:
-            offs_d = (it % NCOL) * MERGE_DV + gl.arange(0, MERGE_DV, layout=gl.SliceLayout(0, m_l))
-            slab = (b * S + offs_s).to(gl.int64) * M + row
-            po = gl.load(PO + slab[:, None] * DV + offs_d[None, :], mask=s_ok[:, None], other=0.0, cache_modifier=".cg")
-            lse = gl.load(
-                LSE + b.to(gl.int64) * stride_lb + row * stride_lm + offs_s,
-                mask=s_ok,
-                other=float("-inf"),
-                cache_modifier=".cg",
-            )
-            mx = gl.max(lse, 0)  # finite: split 0 always sees kv index 0
-            w = gl.exp2(lse - mx)
-            o = gl.sum(po.to(gl.float32) * w[:, None], 0) / gl.sum(w, 0)
-            gl.store(O + (b.to(gl.int64) * M + row) * DV + offs_d, o.to(gl.bfloat16))
-
-
-@gluon.jit
 def _mla_decode_gl(
-    QV, QP, KVV, KVP, OD, LSE, PO, O, SYNC,
-    scale_log2, M, Skv, Sq, H, split_len, stride_lb, stride_lm, num_programs,
+    QV, QP, KVV, KVP, OD, LSE,
+    scale_log2, M, Skv, Sq, H, split_len, stride_lb, stride_lm,
     BLOCK_N: gl.constexpr, DV: gl.constexpr, D_PE: gl.constexpr, STAGES: gl.constexpr,
-    SPLIT: gl.constexpr, KS: gl.constexpr, FUSED: gl.constexpr, BLOCK_S: gl.constexpr, MERGE_DV: gl.constexpr,
+    SPLIT: gl.constexpr, KS: gl.constexpr,
 ):  # fmt: skip
     """Descriptors: QV / QP over q as [B, M, D] (the value columns DV / KS at a time, the rope
     columns), KVV / KVP over kv as [B * Skv, D] likewise, OD over the output as [B * S, M, DV]
     (program (s, m, b) writes rows m * 64.. of slab b * S + s: its partial, or o when S is 1).
     SPLIT: also write the log-sum-exp (base 2) to LSE[b, row, split]. KS: q and each kv tile
     arrive in KS column slices, each on its own mbarrier, and the score product takes each slice
-    as it lands. FUSED (with SPLIT; every program resident at once, launched cooperatively): after
-    its partial is stored, a grid barrier on the counter pair SYNC, then the row block's programs
-    share out its (row, MERGE_DV columns) merge items, reading the partials PO ([B * S, M, DV],
-    the memory OD writes) and writing o to O ([B, M, DV])."""
+    as it lands."""
     pid_s = gl.program_id(0)
     # the heaviest row blocks (the end of the sequence, when Sq > 1) first
     pid_m = gl.num_programs(1) - 1 - gl.program_id(1)
@@ -246,12 +181,6 @@ def _mla_decode_gl(
     gl.thread_barrier()
     tma.async_copy_shared_to_global(OD, [b * gl.num_programs(0) + pid_s, row0, 0], q_v3)
     tma.store_wait(0)
-    if FUSED:
-        # the partial in global memory before the barrier's release, for the other programs'
-        # plain loads after it
-        _bulk_writes_done()
-        _grid_barrier(SYNC, num_programs)
-        _merge_items(PO, LSE, O, b, row0, pid_s, gl.num_programs(0), M, stride_lb, stride_lm, DV, BLOCK_S, MERGE_DV)
 
 
 def smem_bytes(dv, d_pe, stages, kslices):
@@ -286,21 +215,10 @@ def _desc(x, block):
     return TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
 
 
-def merge_dv(num_splits: int, dv: int) -> int:
-    """Columns of one fused merge item: about one item per program of a row block, at most 16K
-    partial values an item."""
-    block_s = max(2, triton.next_power_of_2(num_splits))
-    per = max(1, ROWS * dv // num_splits)
-    return max(32, min(dv, 16384 // block_s, 1 << (per.bit_length() - 1)))
-
-
-def decode_split_gluon(
-    q2, kv2, out, lse, scale_log2, M, Skv, Sq, H, split_len, num_splits, B, dv, *, stages, kslices, o2=None, sync=None
-):
+def decode_split_gluon(q2, kv2, out, lse, scale_log2, M, Skv, Sq, H, split_len, num_splits, B, dv, *, stages, kslices):
     """One launch of _mla_decode_gl over q2 [B * M, D] and kv2 [B * Skv, D] (contiguous). out is
     [B, S, M, dv] contiguous: the partials when num_splits S > 1 (then lse [B, M, S] float32 takes
-    their log-sum-exps), else o (lse may be None). With sync (a barrier-counter pair; every program
-    resident at once) the same launch merges the partials into o2 [B, M, dv]."""
+    their log-sum-exps), else o (lse may be None)."""
     d_pe = q2.shape[1] - dv
     if smem_bytes(dv, d_pe, stages, kslices) > SMEM_BYTES - 1024:
         raise ValueError(f"mla decode (gluon): {stages} stages of {BLOCK_N} kv rows do not fit in shared memory")
@@ -310,12 +228,7 @@ def decode_split_gluon(
     od = _desc(out.view(B * num_splits, M, dv), [1, ROWS, dv])
     lse_arg, lse_strides = (out, (0, 0)) if lse is None else (lse, lse.stride()[:2])
     m_blocks = (M + ROWS - 1) // ROWS
-    fused = sync is not None and num_splits > 1
-    extra = {"launch_cooperative_grid": True} if fused else {}
     _mla_decode_gl[(num_splits, m_blocks, B)](
-        *qd, *kd, od, lse_arg, out, o2 if fused else out, sync if fused else lse_arg,
-        scale_log2, M, Skv, Sq, H, split_len, *lse_strides, num_splits * m_blocks * B,
-        BLOCK_N=BLOCK_N, DV=dv, D_PE=d_pe, STAGES=stages, SPLIT=num_splits > 1, KS=kslices,
-        FUSED=fused, BLOCK_S=max(2, triton.next_power_of_2(num_splits)), MERGE_DV=merge_dv(num_splits, dv),
-        num_warps=8, **extra,
+        *qd, *kd, od, lse_arg, scale_log2, M, Skv, Sq, H, split_len, *lse_strides,
+        BLOCK_N=BLOCK_N, DV=dv, D_PE=d_pe, STAGES=stages, SPLIT=num_splits > 1, KS=kslices, num_warps=8,
     )  # fmt: skip

@@ -18,8 +18,8 @@ Which kernel runs (``impl``, decided per call by what the machine offers):
 
 * ``"gluon"`` (the default) on a Hopper GPU, for bf16 and the 512 + 64 latent, with a Triton that
   has Gluon: the split kernel of decode_gluon.py, one program of two warpgroups per split, which
-  share each score tile and each take half of the value columns; the merge in the same launch
-  behind a grid barrier when every program is resident at once, else ``_merge_kernel`` below. The causal prefill is the same kernel with one split (a prefill is a decode whose queries
+  share each score tile and each take half of the value columns; the merge is ``_merge_kernel``
+  below. The causal prefill is the same kernel with one split (a prefill is a decode whose queries
   are the whole cache).
 * ``"tl"`` everywhere else (other GPUs, other dtypes and widths, Triton's interpreter):
   ``_decode_kernel``, split-KV flash-decoding where each kv tile is loaded once (by TMA on Hopper)
@@ -48,12 +48,14 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 LOG2E = 1.4426950408889634
 
 # The defaults. num_splits 0: one wave of programs (see decode_splits); gl_stages 0: every tile of
-# a split in flight at once, as many as fit in shared memory.
+# a split in flight at once, as many as fit in shared memory; gl_kslices 0: q and kv in 4 column
+# slices when every tile of a split is requested at the start (the first product starts on the
+# first slice to land), in 2 when stages are refilled (fewer waits per tile).
 DECODE_CONFIG = {
     "impl": "gluon",
     "num_splits": 0,
     "gl_stages": 0,
-    "gl_kslices": 4,
+    "gl_kslices": 0,
     "BLOCK_M": 64,
     "BLOCK_N": 32,
     "BLOCK_DV": 256,
@@ -77,7 +79,7 @@ KNOBS = {
         "impl": ["gluon", "tl"],
         "num_splits": [0, 16, 32, 64],
         "gl_stages": [0, 1, 2],
-        "gl_kslices": [1, 2, 4],
+        "gl_kslices": [0, 1, 2, 4],
         "BLOCK_N": [32, 64, 128],
         "BLOCK_DV": [256, 512],
         "num_warps": [4, 8],
@@ -521,14 +523,23 @@ def _merge(po, lse, o2, S, block_dv):
     )  # fmt: skip
 
 
+def gl_kslices(requested: int, tiles: int, stages_fit: int) -> int:
+    """Column slices of the Gluon decode's q and kv loads (requested 0: chosen): 4 when every tile of
+    a split is requested at the program's start (stages_fit stages fit in shared memory), so the
+    first product starts on the first slice to land; 2 when stages are refilled, fewer waits a tile
+    (measured: bench/results/kernels-2026-12-06.md)."""
+    return requested or (4 if tiles <= stages_fit else 2)
+
+
 def _decode_gl(dg, q, kv, scale, dv, cfg, dims):
-    """decode_with_config on the Gluon kernel: the split kernel, merging in the same launch or then
-    in the merge kernel."""
+    """decode_with_config on the Gluon kernel: the split kernel, then the merge kernel."""
     B, Sq, H, Skv, d_pe = dims
     M = Sq * H
     m_blocks = triton.cdiv(M, dg.ROWS)
     S, split_len = _split_plan(cfg["num_splits"], B * m_blocks, Skv, dg.BLOCK_N, _num_sms(q.device))
-    stages = cfg["gl_stages"] or min(split_len // dg.BLOCK_N, dg.max_stages(dv, d_pe, cfg["gl_kslices"]))
+    tiles = triton.cdiv(split_len, dg.BLOCK_N)
+    kslices = gl_kslices(cfg["gl_kslices"], tiles, dg.max_stages(dv, d_pe, 4))
+    stages = cfg["gl_stages"] or min(tiles, dg.max_stages(dv, d_pe, kslices))
     o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
     o2 = o.view(B, M, dv)
     if S == 1:
@@ -536,15 +547,11 @@ def _decode_gl(dg, q, kv, scale, dv, cfg, dims):
     else:  # each program's tile contiguous ([B, S, M, dv]) for its TMA store
         out = torch.empty((B, S, M, dv), device=q.device, dtype=torch.bfloat16)
         po, lse = out.transpose(1, 2), torch.empty((B, M, S), device=q.device, dtype=torch.float32)
-    # the merge in the same launch when every program is resident at once (one per SM)
-    sync = None
-    if S > 1 and cfg["fused_merge"] and S * m_blocks * B <= _num_sms(q.device):
-        sync = _sync_buffer(q.device, torch.cuda.current_stream(q.device).cuda_stream)
     dg.decode_split_gluon(
         q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), out, lse, scale * LOG2E,
-        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=cfg["gl_kslices"], o2=o2, sync=sync,
+        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=kslices,
     )  # fmt: skip
-    if S > 1 and sync is None:
+    if S > 1:
         _merge(po, lse, o2, S, cfg["merge_block_dv"])
     return o
 
@@ -641,8 +648,8 @@ def mla_decode(q: torch.Tensor, kv: torch.Tensor, scale: float, dv: int = 512) -
     """Decode attention of q [B, Sq, H, D] over the latent cache kv [B, Skv, D]; o [B, Sq, H, dv].
 
     For Sq > 1 the queries are the last Sq positions of the cache (causal, tril(Skv - Sq)).
-    Safe for calls overlapping on different streams: a fused merge (either kernel) takes one
-    barrier-counter pair per stream.
+    Safe for calls overlapping on different streams: the Gluon path keeps no state between calls,
+    and the tl path's fused merge takes one barrier-counter pair per stream.
     """
     return decode_with_config(q, kv, scale, dv)
 
