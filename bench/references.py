@@ -131,12 +131,10 @@ class Bench:
     def __init__(self, args, res: Results):
         import torch
 
-        from harness import timing
+        from harness import ceilings, timing
         from harness.correctness import rel_err
 
         self.torch, self.timing, self.rel_err, self.args, self.res = torch, timing, rel_err, args, res
-        from harness import ceilings
-
         self.flusher = timing.Flusher("cuda")
         self.ceilings = ceilings.get()  # the measured copy and matmul rates the floors are taken at
         self.floor_ms = lambda floor: ceilings.floor_ms(floor, self.ceilings)
