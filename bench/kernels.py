@@ -66,10 +66,7 @@ def rows_for(task: str, name: str, res: dict) -> list[str]:
 
 
 def _git_commit() -> str:
-    """MARATHON_COMMIT when set (a copied working tree may carry an older .git), else HEAD's short
-    hash, with "-dirty" when the working tree differs from it."""
-    if os.environ.get("MARATHON_COMMIT"):
-        return os.environ["MARATHON_COMMIT"]
+    """HEAD's short hash, with "-dirty" when the working tree differs from it."""
     try:
         git = ["git", "-C", str(REPO)]
         head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()

@@ -327,7 +327,7 @@ def part_mla(b: Bench, root: Path, flashmla: Path | None):
         B, Sq, H, Skv, scale = (shape[x] for x in ("B", "Sq", "H", "Skv", "scale"))
         impls = {
             "ours": lambda inp: ours.mla_decode(inp["q"], inp["kv"], inp["scale"], dv=inp["dv"]),
-            # the column slicing of the default before it was chosen per split length
+            # the alternative to the default's slicing rule: 4 column slices at every split length
             "ours_4_slices": lambda inp: ours.decode_with_config(
                 inp["q"], inp["kv"], inp["scale"], inp["dv"], {"gl_kslices": 4}
             ),
