@@ -12,11 +12,14 @@ What the `tl` kernel cannot say and this one does:
   another product over warps along M only, so that both warpgroups would compute the whole tile;
 * p goes through one shared buffer as the A operand of `p kv`, and each warpgroup multiplies it
   by its own half of the value columns (the [4, 2] layout of the 64 x DV accumulator, 128
-  registers a thread); the row sums are kept element-wise and reduced once after the loop, so the
-  row maximum is the loop's only reduction across the warpgroups;
+  registers a thread); the row sums are kept element-wise and reduced once after the loop, and
+  the row maximum is each warpgroup's own, exchanged through a 64 x 2 buffer behind one block
+  barrier: with p's, the tile's only two barriers of its own (the compiler adds one before each
+  TMA copy of a refill);
 * q and the first STAGES kv tiles are all requested by TMA at the program's start, in KS column
   slices, each slice on its own mbarrier, so that the score product starts on the first slice to
-  land while the others stream in; a stage is refilled as soon as both warpgroups are done with it.
+  land while the others stream in; a stage is refilled once both warpgroups are done with it, which
+  the next tile's row-maximum barrier shows (with one stage, a barrier at the end of the tile).
 
 Each program writes its normalised output tile (bf16) by one TMA store from q's buffer, which is
 free once the loop is done: its partial when there are several splits (with the log-sum-exp, for
@@ -92,6 +95,16 @@ def _mla_decode_gl(
     p_s = gl.allocate_shared_memory(
         gl.bfloat16, [BM, BLOCK_N], gl.NVMMASharedLayout.get_default_for([BM, BLOCK_N], gl.bfloat16)
     )
+    # [64 rows, 2 warpgroups] row maxima; x_l: both columns of a row in the registers of the threads
+    # that hold that row in s_l (the accumulator's row bases: registers +8, lanes +1 +2 +4, warps +16 +32)
+    mx_s = gl.allocate_shared_memory(gl.float32, [BM, 2], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    x_l: gl.constexpr = gl.DistributedLinearLayout(
+        reg_bases=[[0, 1], [8, 0]],
+        lane_bases=[[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]],
+        warp_bases=[[16, 0], [32, 0], [0, 0]],
+        block_bases=[],
+        shape=[64, 2],
+    )
     qbars = gl.allocate_shared_memory(gl.int64, [KS, 1], mbarrier.MBarrierLayout())
     bars = gl.allocate_shared_memory(gl.int64, [STAGES * KS, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(KS):
@@ -127,6 +140,9 @@ def _mla_decode_gl(
     l_e = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
     acc = gl.zeros([BM, DV], gl.float32, o_l)
     zs = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
+    # (the prologue's loads and mbarrier operations are behind one barrier here, so that the compiler
+    # puts none at the top of every tile)
+    gl.thread_barrier()
     for t in range(n_tiles):
         st = t % STAGES
         kvs = kv_v.index(st)
@@ -143,7 +159,21 @@ def _mla_decode_gl(
         cols = start + t * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_l))
         visible = (cols < end)[None, :] & (cols[None, :] <= limit[:, None])
         s = gl.where(visible, s * scale_log2, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(s, 1))
+        # the row maximum: each warpgroup's over its half of the tile (shuffles within its warps),
+        # the two exchanged through shared memory behind one block barrier
+        mx_s.store(gl.max(s.reshape([BM, 2, BLOCK_N // 2]), 2))
+        gl.thread_barrier()
+        m_t = gl.convert_layout(gl.max(mx_s.load(x_l), 1), gl.SliceLayout(1, s_l), assert_trivial=True)
+        m_new = gl.maximum(m_i, m_t)
+        if STAGES > 1:
+            # each warpgroup reached that barrier after waiting for its previous tile's p kv: that
+            # tile's stage (and p_s) is free, and is refilled here rather than behind a barrier of
+            # its own at the end of the tile
+            if (t > 0) & (t - 1 + STAGES < n_tiles):
+                prev = t - 1
+                _load_tile(
+                    KVV, KVP, kv_v, kv_p, bars, prev % STAGES, kv0 + (prev + STAGES) * BLOCK_N, BLOCK_N, DV, D_PE, KS
+                )
         alpha = gl.exp2(m_i - m_new)
         p = gl.exp2(s - m_new[:, None])
         l_e = l_e * alpha[:, None] + p
@@ -155,10 +185,11 @@ def _mla_decode_gl(
         # the same kv rows, already on chip, are the values: each warpgroup its DV / 2 columns
         acc = warpgroup_mma(p_s, kvs, acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        # both warpgroups are done with this stage and with p_s: refill the stage
-        gl.thread_barrier()
-        if t + STAGES < n_tiles:
-            _load_tile(KVV, KVP, kv_v, kv_p, bars, st, kv0 + (t + STAGES) * BLOCK_N, BLOCK_N, DV, D_PE, KS)
+        if STAGES == 1:
+            # both warpgroups are done with the one stage and with p_s: refill it
+            gl.thread_barrier()
+            if t + STAGES < n_tiles:
+                _load_tile(KVV, KVP, kv_v, kv_p, bars, st, kv0 + (t + STAGES) * BLOCK_N, BLOCK_N, DV, D_PE, KS)
 
     for i in gl.static_range(KS):
         mbarrier.invalidate(qbars.index(i))
@@ -184,8 +215,12 @@ def _mla_decode_gl(
 
 
 def smem_bytes(dv, d_pe, stages, kslices):
-    """_mla_decode_gl's shared memory: q, the kv stages, p, the mbarriers."""
-    return 2 * (ROWS * (dv + d_pe) + stages * BLOCK_N * (dv + d_pe) + ROWS * BLOCK_N) + 8 * (stages + 1) * kslices
+    """_mla_decode_gl's shared memory: q, the kv stages, p, the row maxima, the mbarriers."""
+    return (
+        2 * (ROWS * (dv + d_pe) + stages * BLOCK_N * (dv + d_pe) + ROWS * BLOCK_N)
+        + 4 * ROWS * 2
+        + 8 * (stages + 1) * kslices
+    )
 
 
 def max_stages(dv, d_pe, kslices):
