@@ -12,6 +12,7 @@ them with Triton's own ptxas, in a process of its own (these tests run with Trit
 on).
 """
 
+import importlib
 import json
 import os
 import subprocess
@@ -76,14 +77,17 @@ def test_unknown_override_is_refused():
     assert p.returncode != 0 and "no constexpr" in p.stderr
 
 
-def _scan_gluon():
-    """kernels/kda/scan_gluon.py (its host-side helpers need no GPU)."""
-    sys.path.insert(0, str(ROOT / "kernels" / "kda"))
+def _host_module(kernel_dir: str, name: str):
+    """A Gluon kernel module of kernels/ (its host-side helpers need no GPU)."""
+    sys.path.insert(0, str(ROOT / "kernels" / kernel_dir))
     try:
-        import scan_gluon
+        return importlib.import_module(name)
     finally:
         sys.path.pop(0)
-    return scan_gluon
+
+
+def _scan_gluon():
+    return _host_module("kda", "scan_gluon")
 
 
 @pytest.mark.parametrize("bv,stages,o_tma", [(32, 3, True), (64, 3, False), (16, 2, True), (64, 2, True)])
@@ -102,3 +106,17 @@ def test_o_buffers_that_do_not_fit_are_left_out():
     scan_gluon = _scan_gluon()
     assert scan_gluon._smem_gl(128, 64, 3, True) > scan_gluon.SMEM_BYTES - 1024
     assert scan_gluon._smem_gl(128, 32, 3, True) <= scan_gluon.SMEM_BYTES - 1024
+
+
+@pytest.mark.parametrize("stages,kslices", [(1, 4), (2, 1), (2, 2)])
+def test_the_mla_kernels_shared_memory_estimate_matches_the_compiler(stages, kslices):
+    """The MLA decode / prefill takes as many kv stages as smem_bytes says fit (max_stages): the
+    estimate must be what the compiler allocates, to within the 1 KB it keeps in reserve, and two
+    stages must fit at every slicing."""
+    dg = _host_module("mla", "decode_gluon")
+    p, rows = report("decode_gl", json.dumps({"STAGES": stages, "KS": kslices}))
+    assert p.returncode == 0, p.stderr[-2000:]
+    est = dg.smem_bytes(512, 64, stages, kslices)
+    assert abs(rows[0]["shared"] - est) <= 1024, (rows[0]["shared"], est)
+    assert rows[0]["shared"] <= dg.SMEM_BYTES
+    assert dg.max_stages(512, 64, kslices) == 2
