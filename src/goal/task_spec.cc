@@ -243,7 +243,7 @@ void read_goal(TableReader& top, TaskSpec& spec) {
   r.reject_unknown();
 }
 
-void read_evaluator(TableReader& top, TaskSpec& spec) {
+void read_evaluator(TableReader& top, TaskSpec& spec, const fs::path& dir) {
   const toml::table* t = top.table("evaluator", true);
   TableReader r(top.file(), "evaluator", *t, line_of(t));
   const toml::node* cmd = r.require("command");
@@ -266,6 +266,19 @@ void read_evaluator(TableReader& top, TaskSpec& spec) {
     spec.evaluator.version = std::to_string(**i);
   } else {
     spec.evaluator.version = r.nonblank("version");
+  }
+  spec.evaluator.reads = r.strings("reads", false);
+  for (const std::string& f : spec.evaluator.reads) {
+    if (f.find_first_not_of(" \t") == std::string::npos) {
+      r.fail("reads", r.get("reads"), "an element is empty");
+    }
+    if (dir.empty()) continue;
+    fs::path p = fs::path(f).is_absolute() ? fs::path(f) : dir / f;
+    std::error_code ec;
+    if (!fs::is_directory(p, ec)) {
+      r.fail("reads", r.get("reads"),
+             "\"" + f + "\" is not a folder (" + p.lexically_normal().string() + ")");
+    }
   }
   r.reject_unknown();
 }
@@ -326,7 +339,7 @@ TaskSpec parse_task(const std::string& toml_text, const std::string& file, const
   spec.needs_gpu = r.boolean("needs_gpu", false);
   read_files(r, spec, dir);
   read_goal(r, spec);
-  read_evaluator(r, spec);
+  read_evaluator(r, spec, dir);
   if (const toml::table* rules = r.table("rules", false)) spec.rules = toml_to_json(*rules);
   read_limits(r, spec);
   read_prices(r, spec);
@@ -356,6 +369,8 @@ json to_json(const TaskSpec& s) {
   } else {
     evaluator["command"] = s.evaluator.argv;
   }
+  // Only when set: other tasks' canonical form (and result cache keys) stay as they were.
+  if (!s.evaluator.reads.empty()) evaluator["reads"] = s.evaluator.reads;
   json goal = {{"metric", s.goal.metric}, {"direction", to_string(s.goal.direction)}};
   if (s.goal.target) goal["target"] = *s.goal.target;
   // Only when lifted: the default leaves the canonical form (and the result cache keys) as it was.

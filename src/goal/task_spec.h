@@ -32,6 +32,10 @@ struct EvaluatorSpec {
   std::string shell;  // string form, run by /bin/sh -c; exactly one of argv/shell is set
   double timeout_s = 0;
   std::string version;
+  // Folders outside the task folder that the evaluator reads (relative to the task folder, or
+  // absolute; each must exist): read-only in the sandbox, beside the folders of the files the
+  // command names. to_json() names them only when there are some.
+  std::vector<std::string> reads;
 };
 
 struct GoalSpec {

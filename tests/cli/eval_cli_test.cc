@@ -108,5 +108,23 @@ TEST_F(EvalCli, KdaTaskGivesCorrectnessOnTheCpuWithANote) {
   }
 }
 
+// Both MLA tasks through the sandboxed evaluator: the prefill's reference reads the input families
+// of the decode task's folder (`[evaluator] reads`), which the sandbox must make readable.
+TEST_F(EvalCli, MlaTasksGiveCorrectnessInTheSandbox) {
+  const char* py = std::getenv("MARATHON_PYTHON");
+  std::string python = py ? py : "python3";
+  if (std::system((python + " -c 'import torch, triton' >/dev/null 2>&1").c_str()) != 0) {
+    GTEST_SKIP() << python << " cannot import torch and triton (run through `make test`)";
+  }
+  for (const char* task : {"tasks/mla", "tasks/mla-prefill"}) {
+    SCOPED_TRACE(task);
+    ASSERT_EQ(eval({(mt::source_dir() / task).string(), "--json"}, 600), 0) << out_;
+    json r = result();
+    EXPECT_EQ(r["eval_status"], "ok");
+    EXPECT_EQ(r["status"], "ok") << r.dump();
+    EXPECT_TRUE(r.value("correct", false)) << r.dump();
+  }
+}
+
 }  // namespace
 }  // namespace marathon

@@ -198,6 +198,29 @@ TEST_F(ScriptTask, TheEvaluatorSeesNoSecretAndCannotWriteTheTaskOrCandidate) {
   EXPECT_FALSE(fs::exists(dir_ / "task.toml.new"));
 }
 
+TEST_F(ScriptTask, AFolderTheTaskSaysItsEvaluatorReadsIsReadableAndNoOtherIs) {
+  // A sibling folder, as tasks/mla-prefill reads tasks/mla's input families.
+  fs::path shared = dir_.string() + "-shared";
+  fs::path other = dir_.string() + "-other";
+  fs::create_directories(shared);
+  fs::create_directories(other);
+  std::ofstream(shared / "inputs.txt") << "shared-ok\n";
+  std::ofstream(other / "inputs.txt") << "other-ok\n";
+  const std::string script = "cat ../" + shared.filename().string() + "/inputs.txt >&2\n" +
+                             "cat ../" + other.filename().string() + "/inputs.txt >&2\n" + kGood;
+  TaskSpec t = task(script);
+  EvalOutcome without = run_evaluator(t, dir_ / "starter");
+  t.evaluator.reads = {"../" + shared.filename().string() + "/"};
+  EvalOutcome with = run_evaluator(t, dir_ / "starter");
+  fs::remove_all(shared);
+  fs::remove_all(other);
+  ASSERT_EQ(with.status, EvalStatus::kOk) << with.result.dump();
+  EXPECT_THAT(with.stderr_tail, HasSubstr("shared-ok"));
+  if (sandbox::default_isolation() == sandbox::Isolation::kNone) GTEST_SKIP() << "no sandbox here";
+  EXPECT_THAT(with.stderr_tail, ::testing::Not(HasSubstr("other-ok")));
+  EXPECT_THAT(without.stderr_tail, ::testing::Not(HasSubstr("shared-ok")));
+}
+
 TEST_F(ScriptTask, HugeOutputIsCappedNotFatal) {
   TaskSpec t = task("head -c 3000000 /dev/zero | tr '\\0' x\necho\n" + std::string(kGood));
   EvalOptions opt;

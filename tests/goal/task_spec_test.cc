@@ -263,6 +263,24 @@ TEST_F(TaskDir, CanonicalJsonIgnoresFolderButTracksContent) {
   EXPECT_EQ(to_json(a)["evaluator"]["command"][0], "{python}");
 }
 
+TEST_F(TaskDir, EvaluatorReadsAreFoldersThatExistAndOnlyNamedWhenSet) {
+  const std::string line = "version = \"2\"";
+  write(kValid);
+  EXPECT_FALSE(to_json(load_task(dir_))["evaluator"].contains("reads"));
+  fs::create_directories(dir_.parent_path() / (dir_.filename().string() + "-shared"));
+  std::string shared = "../" + dir_.filename().string() + "-shared";
+  write(replace(kValid, line, line + "\nreads = [\"" + shared + "\"]"));
+  TaskSpec s = load_task(dir_);
+  EXPECT_EQ(s.evaluator.reads, std::vector<std::string>{shared});
+  EXPECT_EQ(to_json(s)["evaluator"]["reads"][0], shared);
+  std::string err = error_of(replace(kValid, line, line + "\nreads = [\"../no-such-folder\"]"));
+  EXPECT_THAT(err, HasSubstr("[evaluator].reads"));
+  EXPECT_THAT(err, HasSubstr("\"../no-such-folder\" is not a folder"));
+  EXPECT_THAT(error_of(replace(kValid, line, line + "\nreads = \"../x\"")),
+              HasSubstr("must be an array of strings"));
+  fs::remove_all(dir_.parent_path() / (dir_.filename().string() + "-shared"));
+}
+
 TEST(RealTasks, CpuMatmulTaskLoads) {
   TaskSpec s = load_task(fs::path(MARATHON_SOURCE_DIR) / "tasks" / "cpu-matmul");
   EXPECT_EQ(s.name, "cpu-matmul");
