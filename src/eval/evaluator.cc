@@ -188,9 +188,7 @@ EvalOutcome run_evaluator(const TaskSpec& task, const fs::path& candidate_dir_in
   spec.cwd = task_dir;
   spec.readable = {task_dir, candidate_dir};
   for (const fs::path& d : evaluator_reads(spec.argv, task_dir)) spec.readable.push_back(d);
-  for (const std::string& f : task.evaluator.reads) {
-    fs::path d = (fs::path(f).is_absolute() ? fs::path(f) : task_dir / f).lexically_normal();
-    if (d.filename().empty()) d = d.parent_path();  // "dir/" names dir
+  for (const fs::path& d : evaluator_read_folders(task)) {
     if (std::find(spec.readable.begin(), spec.readable.end(), d) == spec.readable.end()) {
       spec.readable.push_back(d);
     }

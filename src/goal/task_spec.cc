@@ -243,6 +243,11 @@ void read_goal(TableReader& top, TaskSpec& spec) {
   r.reject_unknown();
 }
 
+fs::path read_folder(const fs::path& dir, const std::string& f) {
+  fs::path p = (fs::path(f).is_absolute() ? fs::path(f) : dir / f).lexically_normal();
+  return p.filename().empty() ? p.parent_path() : p;  // "dir/" names dir
+}
+
 void read_evaluator(TableReader& top, TaskSpec& spec, const fs::path& dir) {
   const toml::table* t = top.table("evaluator", true);
   TableReader r(top.file(), "evaluator", *t, line_of(t));
@@ -273,11 +278,10 @@ void read_evaluator(TableReader& top, TaskSpec& spec, const fs::path& dir) {
       r.fail("reads", r.get("reads"), "an element is empty");
     }
     if (dir.empty()) continue;
-    fs::path p = fs::path(f).is_absolute() ? fs::path(f) : dir / f;
+    fs::path p = read_folder(dir, f);
     std::error_code ec;
     if (!fs::is_directory(p, ec)) {
-      r.fail("reads", r.get("reads"),
-             "\"" + f + "\" is not a folder (" + p.lexically_normal().string() + ")");
+      r.fail("reads", r.get("reads"), "\"" + f + "\" is not a folder (" + p.string() + ")");
     }
   }
   r.reject_unknown();
@@ -399,6 +403,12 @@ bool is_editable(const TaskSpec& spec, const std::string& path) {
     if (glob_match(g, path)) return true;
   }
   return false;
+}
+
+std::vector<fs::path> evaluator_read_folders(const TaskSpec& spec) {
+  std::vector<fs::path> out;
+  for (const std::string& f : spec.evaluator.reads) out.push_back(read_folder(spec.dir, f));
+  return out;
 }
 
 std::vector<std::string> evaluator_argv(const TaskSpec& spec, const std::string& python,

@@ -86,6 +86,10 @@ std::string canonical_json(const TaskSpec& spec);
 bool is_editable(const TaskSpec& spec, const std::string& path);
 bool glob_match(const std::string& pattern, const std::string& path);
 
+// The folders of `[evaluator] reads`, each absolute and normalised (a relative one against the
+// task folder, a trailing "/" dropped).
+std::vector<std::filesystem::path> evaluator_read_folders(const TaskSpec& spec);
+
 // The evaluator argv with {python}, {task_dir} and {candidate_dir} substituted; a string command
 // becomes {"/bin/sh", "-c", command}.
 std::vector<std::string> evaluator_argv(const TaskSpec& spec, const std::string& python,
