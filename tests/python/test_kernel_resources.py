@@ -108,7 +108,9 @@ def test_o_buffers_that_do_not_fit_are_left_out():
     assert scan_gluon._smem_gl(128, 32, 3, True) <= scan_gluon.SMEM_BYTES - 1024
 
 
-@pytest.mark.parametrize("stages,kslices,lazy", [(1, 4, False), (2, 1, False), (2, 2, False), (2, 1, True), (2, 2, True)])
+@pytest.mark.parametrize(
+    "stages,kslices,lazy", [(1, 4, False), (2, 1, False), (2, 2, False), (2, 1, True), (2, 2, True)]
+)
 def test_the_mla_kernels_shared_memory_estimate_matches_the_compiler(stages, kslices, lazy):
     """The MLA decode / prefill takes as many kv stages as smem_bytes says fit (max_stages): the
     estimate must be what the compiler allocates, to within the 1 KB it keeps in reserve, and two
