@@ -48,9 +48,6 @@ ROWS = 64  # rows of a block: one warpgroup's MMA height
 BLOCK_N = 64  # kv rows a tile: each warpgroup's share of the score tile is one 64 x 32 MMA
 BM = gl.constexpr(ROWS)
 SMEM_BYTES = 232448  # an H100 / H200 block's shared memory
-# LAZY: how far (log2) a row's maximum may pass the reference of its exponentials before the
-# accumulator is rescaled; p stays below 2^8 = 256
-LAZY_LOG2 = gl.constexpr(8.0)
 
 
 @gluon.jit
@@ -72,15 +69,14 @@ def _mla_decode_gl(
     QV, QP, KVV, KVP, OD, LSE,
     scale_log2, M, Skv, Sq, H, split_len, stride_lb, stride_lm,
     BLOCK_N: gl.constexpr, DV: gl.constexpr, D_PE: gl.constexpr, STAGES: gl.constexpr,
-    SPLIT: gl.constexpr, KS: gl.constexpr, LAZY: gl.constexpr,
+    SPLIT: gl.constexpr, KS: gl.constexpr,
 ):  # fmt: skip
     """Descriptors: QV / QP over q as [B, M, D] (the value columns DV / KS at a time, the rope
     columns), KVV / KVP over kv as [B * Skv, D] likewise, OD over the output as [B * S, M, DV]
     (program (s, m, b) writes rows m * 64.. of slab b * S + s: its partial, or o when S is 1).
     SPLIT: also write the log-sum-exp (base 2) to LSE[b, row, split]. KS: q and each kv tile
     arrive in KS column slices, each on its own mbarrier, and the score product takes each slice
-    as it lands. LAZY: the accumulator is rescaled only in the tiles where some row's maximum
-    passes the one its exponentials are taken against by more than LAZY_LOG2 (see the loop)."""
+    as it lands."""
     pid_s = gl.program_id(0)
     # the heaviest row blocks (the end of the sequence, when Sq > 1) first
     pid_m = gl.num_programs(1) - 1 - gl.program_id(1)
@@ -109,12 +105,6 @@ def _mla_decode_gl(
         block_bases=[],
         shape=[64, 2],
     )
-    if LAZY:
-        # each warpgroup's row maxima less the rows' reference, read whole by every warp
-        gap_s = gl.allocate_shared_memory(gl.float32, [BM, 2], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
-        # every warp holds all 128 entries (its lanes 4 each; the 8 warps alike), so that their
-        # maximum is a reduction within the warp: no barrier of its own
-        g_l: gl.constexpr = gl.BlockedLayout([2, 2], [32, 1], [8, 1], [1, 0])
     qbars = gl.allocate_shared_memory(gl.int64, [KS, 1], mbarrier.MBarrierLayout())
     bars = gl.allocate_shared_memory(gl.int64, [STAGES * KS, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(KS):
@@ -171,12 +161,10 @@ def _mla_decode_gl(
         s = gl.where(visible, s * scale_log2, float("-inf"))
         # the row maximum: each warpgroup's over its half of the tile (shuffles within its warps),
         # the two exchanged through shared memory behind one block barrier
-        half = gl.max(s.reshape([BM, 2, BLOCK_N // 2]), 2)
-        mx_s.store(half)
-        if LAZY:
-            gap_s.store(half - gl.convert_layout(m_i, gl.SliceLayout(1, half.type.layout))[:, None])
+        mx_s.store(gl.max(s.reshape([BM, 2, BLOCK_N // 2]), 2))
         gl.thread_barrier()
         m_t = gl.convert_layout(gl.max(mx_s.load(x_l), 1), gl.SliceLayout(1, s_l), assert_trivial=True)
+        m_new = gl.maximum(m_i, m_t)
         if STAGES > 1:
             # each warpgroup reached that barrier after waiting for its previous tile's p kv: that
             # tile's stage (and p_s) is free, and is refilled here rather than behind a barrier of
@@ -186,31 +174,14 @@ def _mla_decode_gl(
                 _load_tile(
                     KVV, KVP, kv_v, kv_p, bars, prev % STAGES, kv0 + (prev + STAGES) * BLOCK_N, BLOCK_N, DV, D_PE, KS
                 )
-        if LAZY:
-            # Rows keep their reference m_i (p = 2^(s - m_i) <= 2^LAZY_LOG2, exact in float32 and
-            # bf16 alike) until some row's maximum passes its reference by more than that; then
-            # every row takes its new maximum and the accumulator is rescaled. The test is the
-            # same in every warp (all 128 gaps, read after the barrier above), so the branch is
-            # uniform. Random scores rescale in the first tiles only.
-            if gl.max(gl.max(gap_s.load(g_l), 1), 0) > LAZY_LOG2:
-                m_new = gl.maximum(m_i, m_t)
-                alpha = gl.exp2(m_i - m_new)
-                l_e = l_e * alpha[:, None]
-                acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
-                m_i = m_new
-            p = gl.exp2(s - m_i[:, None])
-            l_e = l_e + p
-        else:
-            m_new = gl.maximum(m_i, m_t)
-            alpha = gl.exp2(m_i - m_new)
-            p = gl.exp2(s - m_new[:, None])
-            l_e = l_e * alpha[:, None] + p
-            m_i = m_new
+        alpha = gl.exp2(m_i - m_new)
+        p = gl.exp2(s - m_new[:, None])
+        l_e = l_e * alpha[:, None] + p
+        m_i = m_new
         p_s.store(p.to(gl.bfloat16))
         fence_async_shared()
         gl.thread_barrier()
-        if not LAZY:
-            acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_l))[:, None]
         # the same kv rows, already on chip, are the values: each warpgroup its DV / 2 columns
         acc = warpgroup_mma(p_s, kvs, acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
@@ -243,20 +214,19 @@ def _mla_decode_gl(
     tma.store_wait(0)
 
 
-def smem_bytes(dv, d_pe, stages, kslices, lazy):
-    """_mla_decode_gl's shared memory: q, the kv stages, p, the row maxima (and their gaps when
-    lazy), the mbarriers."""
+def smem_bytes(dv, d_pe, stages, kslices):
+    """_mla_decode_gl's shared memory: q, the kv stages, p, the row maxima, the mbarriers."""
     return (
         2 * (ROWS * (dv + d_pe) + stages * BLOCK_N * (dv + d_pe) + ROWS * BLOCK_N)
-        + 4 * ROWS * 2 * (2 if lazy else 1)
+        + 4 * ROWS * 2
         + 8 * (stages + 1) * kslices
     )
 
 
-def max_stages(dv, d_pe, kslices, lazy):
+def max_stages(dv, d_pe, kslices):
     """The most kv stages that fit in a block's shared memory (1 KB left to the compiler)."""
     n = 1
-    while smem_bytes(dv, d_pe, n + 1, kslices, lazy) <= SMEM_BYTES - 1024:
+    while smem_bytes(dv, d_pe, n + 1, kslices) <= SMEM_BYTES - 1024:
         n += 1
     return n
 
@@ -280,13 +250,12 @@ def _desc(x, block):
     return TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
 
 
-def decode_split_gluon(q2, kv2, out, lse, scale_log2, M, Skv, Sq, H, split_len, num_splits, B, dv, *, stages, kslices,
-                       lazy):  # fmt: skip
+def decode_split_gluon(q2, kv2, out, lse, scale_log2, M, Skv, Sq, H, split_len, num_splits, B, dv, *, stages, kslices):
     """One launch of _mla_decode_gl over q2 [B * M, D] and kv2 [B * Skv, D] (contiguous). out is
     [B, S, M, dv] contiguous: the partials when num_splits S > 1 (then lse [B, M, S] float32 takes
     their log-sum-exps), else o (lse may be None)."""
     d_pe = q2.shape[1] - dv
-    if smem_bytes(dv, d_pe, stages, kslices, lazy) > SMEM_BYTES - 1024:
+    if smem_bytes(dv, d_pe, stages, kslices) > SMEM_BYTES - 1024:
         raise ValueError(f"mla decode (gluon): {stages} stages of {BLOCK_N} kv rows do not fit in shared memory")
     q3 = q2.view(B, M, dv + d_pe)
     qd = (_desc(q3[:, :, :dv], [1, ROWS, dv // kslices]), _desc(q3[:, :, dv:], [1, ROWS, d_pe]))
@@ -296,6 +265,5 @@ def decode_split_gluon(q2, kv2, out, lse, scale_log2, M, Skv, Sq, H, split_len, 
     m_blocks = (M + ROWS - 1) // ROWS
     _mla_decode_gl[(num_splits, m_blocks, B)](
         *qd, *kd, od, lse_arg, scale_log2, M, Skv, Sq, H, split_len, *lse_strides,
-        BLOCK_N=BLOCK_N, DV=dv, D_PE=d_pe, STAGES=stages, SPLIT=num_splits > 1, KS=kslices, LAZY=lazy,
-        num_warps=8,
+        BLOCK_N=BLOCK_N, DV=dv, D_PE=d_pe, STAGES=stages, SPLIT=num_splits > 1, KS=kslices, num_warps=8,
     )  # fmt: skip

@@ -56,7 +56,6 @@ DECODE_CONFIG = {
     "num_splits": 0,
     "gl_stages": 0,
     "gl_kslices": 0,
-    "gl_lazy": 0,
     "BLOCK_M": 64,
     "BLOCK_N": 32,
     "BLOCK_DV": 256,
@@ -69,7 +68,6 @@ PREFILL_CONFIG = {
     "impl": "gluon",
     "gl_stages": 2,
     "gl_kslices": 1,
-    "gl_lazy": 1,
     "BLOCK_M": 64,
     "BLOCK_N": 64,
     "num_warps": 8,
@@ -82,7 +80,6 @@ KNOBS = {
         "num_splits": [0, 16, 32, 64],
         "gl_stages": [0, 1, 2],
         "gl_kslices": [0, 1, 2, 4],
-        "gl_lazy": [0, 1],
         "BLOCK_N": [32, 64, 128],
         "BLOCK_DV": [256, 512],
         "num_warps": [4, 8],
@@ -93,7 +90,6 @@ KNOBS = {
         "impl": ["gluon", "tl"],
         "gl_stages": [1, 2],
         "gl_kslices": [1, 2, 4],
-        "gl_lazy": [0, 1],
         "BLOCK_M": [64, 128],
         "BLOCK_N": [32, 64],
         "num_warps": [4, 8],
@@ -403,7 +399,7 @@ def _config(cfg: dict | None, kind: str, what: str) -> dict:
     if unknown:
         raise ValueError(f"{what}: unknown knobs {unknown}; known: {sorted(defaults)}")
     cfg = {**defaults, **(cfg or {})}
-    for knob in ("impl", "gl_stages", "gl_kslices", "gl_lazy"):
+    for knob in ("impl", "gl_stages", "gl_kslices"):
         if cfg[knob] not in KNOBS[kind][knob]:
             raise ValueError(f"{what}: {knob}={cfg[knob]!r} must be one of {KNOBS[kind][knob]}")
     return cfg
@@ -542,9 +538,8 @@ def _decode_gl(dg, q, kv, scale, dv, cfg, dims):
     m_blocks = triton.cdiv(M, dg.ROWS)
     S, split_len = _split_plan(cfg["num_splits"], B * m_blocks, Skv, dg.BLOCK_N, _num_sms(q.device))
     tiles = triton.cdiv(split_len, dg.BLOCK_N)
-    lazy = bool(cfg["gl_lazy"])
-    kslices = gl_kslices(cfg["gl_kslices"], tiles, dg.max_stages(dv, d_pe, 4, lazy))
-    stages = cfg["gl_stages"] or min(tiles, dg.max_stages(dv, d_pe, kslices, lazy))
+    kslices = gl_kslices(cfg["gl_kslices"], tiles, dg.max_stages(dv, d_pe, 4))
+    stages = cfg["gl_stages"] or min(tiles, dg.max_stages(dv, d_pe, kslices))
     o = torch.empty((B, Sq, H, dv), device=q.device, dtype=q.dtype)
     o2 = o.view(B, M, dv)
     if S == 1:
@@ -554,7 +549,7 @@ def _decode_gl(dg, q, kv, scale, dv, cfg, dims):
         po, lse = out.transpose(1, 2), torch.empty((B, M, S), device=q.device, dtype=torch.float32)
     dg.decode_split_gluon(
         q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), out, lse, scale * LOG2E,
-        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=kslices, lazy=lazy,
+        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=kslices,
     )  # fmt: skip
     if S > 1:
         _merge(po, lse, o2, S, cfg["merge_block_dv"])
@@ -635,7 +630,6 @@ def prefill_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = N
         dg.decode_split_gluon(
             q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), o2, None, scale * LOG2E,
             M, Skv, Sq, H, Skv, 1, B, dv, stages=cfg["gl_stages"], kslices=cfg["gl_kslices"],
-            lazy=bool(cfg["gl_lazy"]),
         )  # fmt: skip
         return o
     BLOCK_M = cfg["BLOCK_M"]

@@ -108,17 +108,15 @@ def test_o_buffers_that_do_not_fit_are_left_out():
     assert scan_gluon._smem_gl(128, 32, 3, True) <= scan_gluon.SMEM_BYTES - 1024
 
 
-@pytest.mark.parametrize(
-    "stages,kslices,lazy", [(1, 4, False), (2, 1, False), (2, 2, False), (2, 1, True), (2, 2, True)]
-)
-def test_the_mla_kernels_shared_memory_estimate_matches_the_compiler(stages, kslices, lazy):
+@pytest.mark.parametrize("stages,kslices", [(1, 4), (2, 1), (2, 2)])
+def test_the_mla_kernels_shared_memory_estimate_matches_the_compiler(stages, kslices):
     """The MLA decode / prefill takes as many kv stages as smem_bytes says fit (max_stages): the
     estimate must be what the compiler allocates, to within the 1 KB it keeps in reserve, and two
-    stages must fit at every slicing, with or without the lazy rescale's buffer."""
+    stages must fit at every slicing."""
     dg = _host_module("mla", "decode_gluon")
-    p, rows = report("decode_gl", json.dumps({"STAGES": stages, "KS": kslices, "LAZY": lazy}))
+    p, rows = report("decode_gl", json.dumps({"STAGES": stages, "KS": kslices}))
     assert p.returncode == 0, p.stderr[-2000:]
-    est = dg.smem_bytes(512, 64, stages, kslices, lazy)
+    est = dg.smem_bytes(512, 64, stages, kslices)
     assert abs(rows[0]["shared"] - est) <= 1024, (rows[0]["shared"], est)
     assert rows[0]["shared"] <= dg.SMEM_BYTES
-    assert dg.max_stages(512, 64, kslices, lazy) == 2
+    assert dg.max_stages(512, 64, kslices) == 2
