@@ -163,7 +163,7 @@ def _mla_gluon_specs(dg) -> dict:
                 "LSE": "*fp32",
                 "scale_log2": "fp32",
             },
-            dict(BLOCK_N=64, DV=512, D_PE=64, STAGES=1, SPLIT=True, KS=4),
+            dict(BLOCK_N=64, DV=512, D_PE=64, STAGES=1, SPLIT=True, KS=4, QREG=0),
             dict(num_warps=8, maxnreg=0),
         ),
     }

@@ -69,7 +69,7 @@ def _mla_decode_gl(
     QV, QP, KVV, KVP, OD, LSE,
     scale_log2, M, Skv, Sq, H, split_len, stride_lb, stride_lm,
     BLOCK_N: gl.constexpr, DV: gl.constexpr, D_PE: gl.constexpr, STAGES: gl.constexpr,
-    SPLIT: gl.constexpr, KS: gl.constexpr,
+    SPLIT: gl.constexpr, KS: gl.constexpr, QREG: gl.constexpr,
 ):  # fmt: skip
     """Descriptors: QV / QP over q as [B, M, D] (the value columns DV / KS at a time, the rope
     columns), KVV / KVP over kv as [B * Skv, D] likewise, OD over the output as [B * S, M, DV]
@@ -142,6 +142,15 @@ def _mla_decode_gl(
     zs = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
     # (the prologue's loads and mbarrier operations are behind one barrier here, so that the compiler
     # puts none at the top of every tile)
+    if QREG > 0:
+        # the rope columns of q and its first QREG - D_PE value columns held in registers (one
+        # slice: KS 1) as the A operand of their score products, loaded once: those products
+        # then read only kv from shared memory
+        a_l: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_l, k_width=2)
+        mbarrier.wait(qbars.index(0), 0)
+        qa_p = q_p.load(a_l)
+        if QREG > D_PE:
+            qa_v = q_v.slice(0, QREG - D_PE, 1).load(a_l)
     gl.thread_barrier()
     for t in range(n_tiles):
         st = t % STAGES
@@ -149,8 +158,15 @@ def _mla_decode_gl(
         # (q's barriers complete once: waiting on them again returns at once)
         mbarrier.wait(qbars.index(0), 0)
         mbarrier.wait(bars.index(st * KS), (t // STAGES) & 1)
-        s = warpgroup_mma(q_p, kv_p.index(st).permute((1, 0)), zs, use_acc=False, is_async=True)
-        s = warpgroup_mma(q_v.slice(0, W, 1), kvs.slice(0, W, 1).permute((1, 0)), s, is_async=True)
+        if QREG > 0:
+            s = warpgroup_mma(qa_p, kv_p.index(st).permute((1, 0)), zs, use_acc=False, is_async=True)
+            if QREG > D_PE:
+                s = warpgroup_mma(qa_v, kvs.slice(0, QREG - D_PE, 1).permute((1, 0)), s, is_async=True)
+            for c in gl.static_range((QREG - D_PE) // 64, W // 64):
+                s = warpgroup_mma(q_v.slice(c * 64, 64, 1), kvs.slice(c * 64, 64, 1).permute((1, 0)), s, is_async=True)
+        else:
+            s = warpgroup_mma(q_p, kv_p.index(st).permute((1, 0)), zs, use_acc=False, is_async=True)
+            s = warpgroup_mma(q_v.slice(0, W, 1), kvs.slice(0, W, 1).permute((1, 0)), s, is_async=True)
         for k in gl.static_range(1, KS):
             mbarrier.wait(qbars.index(k), 0)
             mbarrier.wait(bars.index(st * KS + k), (t // STAGES) & 1)
@@ -250,7 +266,8 @@ def _desc(x, block):
     return TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
 
 
-def decode_split_gluon(q2, kv2, out, lse, scale_log2, M, Skv, Sq, H, split_len, num_splits, B, dv, *, stages, kslices):
+def decode_split_gluon(q2, kv2, out, lse, scale_log2, M, Skv, Sq, H, split_len, num_splits, B, dv, *, stages, kslices,
+                       qreg=0):  # fmt: skip
     """One launch of _mla_decode_gl over q2 [B * M, D] and kv2 [B * Skv, D] (contiguous). out is
     [B, S, M, dv] contiguous: the partials when num_splits S > 1 (then lse [B, M, S] float32 takes
     their log-sum-exps), else o (lse may be None)."""
@@ -265,5 +282,6 @@ def decode_split_gluon(q2, kv2, out, lse, scale_log2, M, Skv, Sq, H, split_len, 
     m_blocks = (M + ROWS - 1) // ROWS
     _mla_decode_gl[(num_splits, m_blocks, B)](
         *qd, *kd, od, lse_arg, scale_log2, M, Skv, Sq, H, split_len, *lse_strides,
-        BLOCK_N=BLOCK_N, DV=dv, D_PE=d_pe, STAGES=stages, SPLIT=num_splits > 1, KS=kslices, num_warps=8,
+        BLOCK_N=BLOCK_N, DV=dv, D_PE=d_pe, STAGES=stages, SPLIT=num_splits > 1, KS=kslices, QREG=qreg,
+        num_warps=8,
     )  # fmt: skip

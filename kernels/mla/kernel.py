@@ -68,6 +68,7 @@ PREFILL_CONFIG = {
     "impl": "gluon",
     "gl_stages": 2,
     "gl_kslices": 1,
+    "gl_qreg": 0,
     "BLOCK_M": 64,
     "BLOCK_N": 64,
     "num_warps": 8,
@@ -90,6 +91,7 @@ KNOBS = {
         "impl": ["gluon", "tl"],
         "gl_stages": [1, 2],
         "gl_kslices": [1, 2, 4],
+        "gl_qreg": [0, 64, 128, 192],
         "BLOCK_M": [64, 128],
         "BLOCK_N": [32, 64],
         "num_warps": [4, 8],
@@ -399,8 +401,8 @@ def _config(cfg: dict | None, kind: str, what: str) -> dict:
     if unknown:
         raise ValueError(f"{what}: unknown knobs {unknown}; known: {sorted(defaults)}")
     cfg = {**defaults, **(cfg or {})}
-    for knob in ("impl", "gl_stages", "gl_kslices"):
-        if cfg[knob] not in KNOBS[kind][knob]:
+    for knob in ("impl", "gl_stages", "gl_kslices", "gl_qreg"):
+        if knob in cfg and cfg[knob] not in KNOBS[kind][knob]:
             raise ValueError(f"{what}: {knob}={cfg[knob]!r} must be one of {KNOBS[kind][knob]}")
     return cfg
 
@@ -629,7 +631,7 @@ def prefill_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = N
         # one split whose queries are the whole cache
         dg.decode_split_gluon(
             q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), o2, None, scale * LOG2E,
-            M, Skv, Sq, H, Skv, 1, B, dv, stages=cfg["gl_stages"], kslices=cfg["gl_kslices"],
+            M, Skv, Sq, H, Skv, 1, B, dv, stages=cfg["gl_stages"], kslices=cfg["gl_kslices"], qreg=cfg["gl_qreg"],
         )  # fmt: skip
         return o
     BLOCK_M = cfg["BLOCK_M"]

@@ -175,6 +175,9 @@ def test_decode_refuses_unknown_implementations_and_gluon_knobs(knob, bad):
         (1, 19, 3, {"BLOCK_M": 32, "BLOCK_N": 16, "impl": "tl"}),
         (1, 200, 3, {"impl": "gluon"}),
         (2, 150, 8, {"impl": "gluon", "gl_stages": 1}),
+        (1, 200, 3, {"impl": "gluon", "gl_qreg": 64}),
+        (2, 150, 8, {"impl": "gluon", "gl_qreg": 128}),
+        (1, 333, 4, {"impl": "gluon", "gl_qreg": 192, "gl_stages": 1}),
     ],
 )
 def test_prefill_matches_float32_reference(B, S, H, cfg, scale):
