@@ -56,6 +56,7 @@ DECODE_CONFIG = {
     "num_splits": 0,
     "gl_stages": 0,
     "gl_kslices": 0,
+    "gl_qreg": 0,
     "BLOCK_M": 64,
     "BLOCK_N": 32,
     "BLOCK_DV": 256,
@@ -68,7 +69,7 @@ PREFILL_CONFIG = {
     "impl": "gluon",
     "gl_stages": 2,
     "gl_kslices": 1,
-    "gl_qreg": 0,
+    "gl_qreg": 192,
     "BLOCK_M": 64,
     "BLOCK_N": 64,
     "num_warps": 8,
@@ -81,6 +82,7 @@ KNOBS = {
         "num_splits": [0, 16, 32, 64],
         "gl_stages": [0, 1, 2],
         "gl_kslices": [0, 1, 2, 4],
+        "gl_qreg": [0, 64, 128, 192],
         "BLOCK_N": [32, 64, 128],
         "BLOCK_DV": [256, 512],
         "num_warps": [4, 8],
@@ -402,7 +404,7 @@ def _config(cfg: dict | None, kind: str, what: str) -> dict:
         raise ValueError(f"{what}: unknown knobs {unknown}; known: {sorted(defaults)}")
     cfg = {**defaults, **(cfg or {})}
     for knob in ("impl", "gl_stages", "gl_kslices", "gl_qreg"):
-        if knob in cfg and cfg[knob] not in KNOBS[kind][knob]:
+        if cfg[knob] not in KNOBS[kind][knob]:
             raise ValueError(f"{what}: {knob}={cfg[knob]!r} must be one of {KNOBS[kind][knob]}")
     return cfg
 
@@ -551,7 +553,7 @@ def _decode_gl(dg, q, kv, scale, dv, cfg, dims):
         po, lse = out.transpose(1, 2), torch.empty((B, M, S), device=q.device, dtype=torch.float32)
     dg.decode_split_gluon(
         q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), out, lse, scale * LOG2E,
-        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=kslices,
+        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=kslices, qreg=cfg["gl_qreg"],
     )  # fmt: skip
     if S > 1:
         _merge(po, lse, o2, S, cfg["merge_block_dv"])
