@@ -266,3 +266,27 @@ def test_gluon_scan_matches_the_tl_scan_and_the_recurrence(impl, bv, stages):
     ro, rh = _reference(q, k, v, g, beta, 128**-0.5, h0)
     assert _rel(og, ot) <= 1e-3 and _rel(hg, ht) <= 1e-3, (_rel(og, ot), _rel(hg, ht))
     assert _rel(og, ro) <= TOL and _rel(hg, rh) <= TOL, (_rel(og, ro), _rel(hg, rh))
+
+
+@pytest.mark.skipif(DEV != "cuda", reason="two streams at once need a GPU")
+def test_kda_on_two_streams_at_once_matches_the_reference():
+    """Two calls issued together on two streams, many times over, as a serving engine would: the
+    kernels keep no state between calls (every buffer is the call's own), so each output matches
+    the reference of its own inputs."""
+    ins = [_inputs(1, 1000, 8, 128, 128, seed=s) for s in (31, 32)]
+    scale = 128**-0.5
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    kda_kernel.kda_fwd(*ins[0], scale, output_final_state=True)  # compile outside the race
+    torch.cuda.synchronize()
+    outs = []
+    for _ in range(20):
+        pair = []
+        for st, x in zip(streams, ins):
+            with torch.cuda.stream(st):
+                pair.append(kda_kernel.kda_fwd(*x, scale, output_final_state=True))
+        outs.append(pair)
+    torch.cuda.synchronize()
+    refs = [_reference(*x, scale, None) for x in ins]
+    for pair in outs[::5] + outs[-1:]:
+        for (o, hT), (ro, rh) in zip(pair, refs):
+            assert _rel(o, ro) <= TOL and _rel(hT, rh) <= TOL, (_rel(o, ro), _rel(hT, rh))

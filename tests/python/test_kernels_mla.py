@@ -260,3 +260,26 @@ def test_decode_on_two_streams_at_once_matches_the_reference():
     for o1, o2 in outs[::10] + outs[-1:]:
         _check(o1, q1, kv1, scale, "stream 1")
         _check(o2, q2, kv2, scale, "stream 2")
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="two streams at once need a GPU")
+def test_prefill_on_two_streams_at_once_matches_the_reference():
+    """The prefill keeps no state between calls either: two calls issued together on two streams,
+    many times over, each match the reference of their own inputs."""
+    B, S, H = 1, 700, 16
+    (q1, kv1), (q2, kv2) = _inputs(B, S, H, S, 13), _inputs(B, S, H, S, 14)
+    scale = 576**-0.5
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    K.mla_prefill(q1, kv1, scale)  # compile outside the race
+    torch.cuda.synchronize()
+    outs = []
+    for _ in range(30):
+        with torch.cuda.stream(streams[0]):
+            o1 = K.mla_prefill(q1, kv1, scale)
+        with torch.cuda.stream(streams[1]):
+            o2 = K.mla_prefill(q2, kv2, scale)
+        outs.append((o1, o2))
+    torch.cuda.synchronize()
+    for o1, o2 in outs[::10] + outs[-1:]:
+        _check(o1, q1, kv1, scale, "prefill stream 1")
+        _check(o2, q2, kv2, scale, "prefill stream 2")
