@@ -327,9 +327,10 @@ def part_mla(b: Bench, root: Path, flashmla: Path | None):
         B, Sq, H, Skv, scale = (shape[x] for x in ("B", "Sq", "H", "Skv", "scale"))
         impls = {
             "ours": lambda inp: ours.mla_decode(inp["q"], inp["kv"], inp["scale"], dv=inp["dv"]),
-            # the alternative to the default's slicing rule: 4 column slices at every split length
-            "ours_4_slices": lambda inp: ours.decode_with_config(
-                inp["q"], inp["kv"], inp["scale"], inp["dv"], {"gl_kslices": 4}
+            # the alternative to the default's rule for q's columns in registers: all of q read
+            # from shared memory at every split length
+            "ours_q_in_smem": lambda inp: ours.decode_with_config(
+                inp["q"], inp["kv"], inp["scale"], inp["dv"], {"gl_qreg": 0}
             ),
             "torch_fp32 (task baseline)": lambda inp: ref.baselines(None)["torch_fp32"](
                 inp["q"], inp["kv"], inp["scale"], inp["dv"]
@@ -378,6 +379,9 @@ def part_mla_prefill(b: Bench, root: Path):
         B, S, H, scale = (shape[x] for x in ("B", "S", "H", "scale"))
         impls = {
             "ours": lambda inp: ours.mla_prefill(inp["q"], inp["kv"], inp["scale"], dv=inp["dv"]),
+            "ours_q_in_smem": lambda inp: ours.prefill_with_config(
+                inp["q"], inp["kv"], inp["scale"], inp["dv"], {"gl_qreg": 0}
+            ),
             "torch_sdpa (task baseline)": lambda inp: ref.call(ref.baselines(None)["torch_sdpa"], inp)[0],
         }
         try:

@@ -50,13 +50,14 @@ LOG2E = 1.4426950408889634
 # The defaults. num_splits 0: one wave of programs (see decode_splits); gl_stages 0: every tile of
 # a split in flight at once, as many as fit in shared memory; gl_kslices 0: q and kv in 4 column
 # slices when every tile of a split is requested at the start (the first product starts on the
-# first slice to land), in 2 when stages are refilled (fewer waits per tile).
+# first slice to land), in 2 when stages are refilled (fewer waits per tile); gl_qreg "auto": q's
+# rope and first 128 value columns held in registers where stages are refilled (see gl_qreg).
 DECODE_CONFIG = {
     "impl": "gluon",
     "num_splits": 0,
     "gl_stages": 0,
     "gl_kslices": 0,
-    "gl_qreg": 0,
+    "gl_qreg": "auto",
     "BLOCK_M": 64,
     "BLOCK_N": 32,
     "BLOCK_DV": 256,
@@ -69,7 +70,7 @@ PREFILL_CONFIG = {
     "impl": "gluon",
     "gl_stages": 2,
     "gl_kslices": 1,
-    "gl_qreg": 192,
+    "gl_qreg": "auto",
     "BLOCK_M": 64,
     "BLOCK_N": 64,
     "num_warps": 8,
@@ -82,7 +83,7 @@ KNOBS = {
         "num_splits": [0, 16, 32, 64],
         "gl_stages": [0, 1, 2],
         "gl_kslices": [0, 1, 2, 4],
-        "gl_qreg": [0, 64, 128, 192],
+        "gl_qreg": ["auto", 0, 64, 128, 192],
         "BLOCK_N": [32, 64, 128],
         "BLOCK_DV": [256, 512],
         "num_warps": [4, 8],
@@ -93,7 +94,7 @@ KNOBS = {
         "impl": ["gluon", "tl"],
         "gl_stages": [1, 2],
         "gl_kslices": [1, 2, 4],
-        "gl_qreg": [0, 64, 128, 192],
+        "gl_qreg": ["auto", 0, 64, 128, 192],
         "BLOCK_M": [64, 128],
         "BLOCK_N": [32, 64],
         "num_warps": [4, 8],
@@ -527,6 +528,19 @@ def _merge(po, lse, o2, S, block_dv):
     )  # fmt: skip
 
 
+def gl_qreg(requested, tiles: int, stages: int) -> int:
+    """The columns of q (its 64 rope columns first, then value columns) the Gluon kernel holds in
+    registers as the A operand of the score product (requested "auto": chosen). A split that
+    refills its stages runs many tiles, and each tile read all of q from shared memory once for
+    each warpgroup; shared-memory bandwidth limits that loop, so 192 columns (244 registers with
+    the 64 x 512 accumulator, the most that fit) there. Where every tile is in flight from the
+    start (1 to 2 tiles) the loads dominate and the registers buy nothing measurable: none
+    (bench/results/kernels-2026-12-06.md, runs 13-14)."""
+    if requested != "auto":
+        return requested
+    return 192 if tiles > stages else 0
+
+
 def gl_kslices(requested: int, tiles: int, stages_fit: int) -> int:
     """Column slices of the Gluon decode's q and kv loads (requested 0: chosen): 4 when every tile of
     a split is requested at the program's start (stages_fit stages fit in shared memory), so the
@@ -553,7 +567,7 @@ def _decode_gl(dg, q, kv, scale, dv, cfg, dims):
         po, lse = out.transpose(1, 2), torch.empty((B, M, S), device=q.device, dtype=torch.float32)
     dg.decode_split_gluon(
         q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), out, lse, scale * LOG2E,
-        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=kslices, qreg=cfg["gl_qreg"],
+        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=kslices, qreg=gl_qreg(cfg["gl_qreg"], tiles, stages),
     )  # fmt: skip
     if S > 1:
         _merge(po, lse, o2, S, cfg["merge_block_dv"])
@@ -633,7 +647,8 @@ def prefill_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = N
         # one split whose queries are the whole cache
         dg.decode_split_gluon(
             q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), o2, None, scale * LOG2E,
-            M, Skv, Sq, H, Skv, 1, B, dv, stages=cfg["gl_stages"], kslices=cfg["gl_kslices"], qreg=cfg["gl_qreg"],
+            M, Skv, Sq, H, Skv, 1, B, dv, stages=cfg["gl_stages"], kslices=cfg["gl_kslices"],
+            qreg=gl_qreg(cfg["gl_qreg"], triton.cdiv(Skv, dg.BLOCK_N), cfg["gl_stages"]),
         )  # fmt: skip
         return o
     BLOCK_M = cfg["BLOCK_M"]
