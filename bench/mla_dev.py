@@ -41,6 +41,7 @@ DECODE_CONFIGS = [
     dict(K.DECODE_CONFIG),  # the shipped default (the Gluon split kernel)
     {"gl_kslices": 4},
     {"gl_stages": 1},
+    {"gl_qreg": 0},  # all of q read from shared memory (the rule's alternative)
     {"impl": "tl"},  # the tl split kernel with its default knobs
     {"impl": "tl", "fused_merge": False},  # two launches
     {"impl": "tl", "BLOCK_DV": 512, "num_warps": 8},
@@ -50,6 +51,7 @@ DECODE_CONFIGS = [
 PREFILL_CONFIGS = [
     dict(K.PREFILL_CONFIG),  # the shipped default (the Gluon kernel, one split)
     {"gl_stages": 1},
+    {"gl_qreg": 0},  # all of q read from shared memory
     {"impl": "tl"},  # the tl kernel with its default knobs
     {"impl": "tl", "BLOCK_N": 32, "num_stages": 3},
 ]

@@ -2,7 +2,8 @@
 compiler made of them: registers, stack (spills), shared memory, SASS instructions, the instructions
 in each loop's body, the most common opcodes. Kernels: the KDA intra kernel (intra, and
 intra_strong: its STRONG form, for the gates its fast form cannot take) and scan kernel, the KDA
-scans in Gluon (scan_gl, scan_glt), and the MLA prefill. Triton's own ptxas and cuobjdump do the
+scans in Gluon (scan_gl, scan_glt), the MLA `tl` prefill (prefill) and the Gluon MLA kernel as the
+decode (decode_gl) and as the prefill (prefill_gl). Triton's own ptxas and cuobjdump do the
 work, so the numbers match what the GPU loads.
 
     python3 bench/sass_report.py                       # every kernel at its default knobs
@@ -149,21 +150,42 @@ def _mla_specs(mk) -> dict:
     }
 
 
-def _mla_gluon_specs(dg) -> dict:
-    """The Gluon MLA decode (kernels/mla/decode_gluon.py) at the task shape: BLOCK_N 64, 1 stage."""
+def _mla_gluon_specs(dg, mk) -> dict:
+    """The Gluon MLA kernel (kernels/mla/decode_gluon.py) at the tasks' shapes: the decode at Sq 1
+    (BLOCK_N 64, 1 stage, 4 slices, q in shared memory), and the prefill at its default knobs (one
+    split over S 8192: 128 tiles, q's first columns in registers)."""
+
+    def types(a):
+        return {
+            "QV": _gluon_desc([1, 64, 512 // a["KS"]]),
+            "QP": _gluon_desc([1, 64, 64]),
+            "OD": _gluon_desc([1, 64, 512]),
+            "KVV": _gluon_desc([a["BLOCK_N"], 512 // a["KS"]]),
+            "KVP": _gluon_desc([a["BLOCK_N"], 64]),
+            "LSE": "*fp32",
+            "scale_log2": "fp32",
+        }
+
+    c = mk.PREFILL_CONFIG
     return {
         "decode_gl": (
             dg._mla_decode_gl,
-            lambda a: {
-                "QV": _gluon_desc([1, 64, 512 // a["KS"]]),
-                "QP": _gluon_desc([1, 64, 64]),
-                "OD": _gluon_desc([1, 64, 512]),
-                "KVV": _gluon_desc([a["BLOCK_N"], 512 // a["KS"]]),
-                "KVP": _gluon_desc([a["BLOCK_N"], 64]),
-                "LSE": "*fp32",
-                "scale_log2": "fp32",
-            },
+            types,
             dict(BLOCK_N=64, DV=512, D_PE=64, STAGES=1, SPLIT=True, KS=4, QREG=0),
+            dict(num_warps=8, maxnreg=0),
+        ),
+        "prefill_gl": (
+            dg._mla_decode_gl,
+            types,
+            dict(
+                BLOCK_N=64,
+                DV=512,
+                D_PE=64,
+                STAGES=c["gl_stages"],
+                SPLIT=False,
+                KS=c["gl_kslices"],
+                QREG=mk.gl_qreg(c["gl_qreg"], 8192 // 64, c["gl_stages"]),
+            ),  # fmt: skip
             dict(num_warps=8, maxnreg=0),
         ),
     }
@@ -174,11 +196,12 @@ def specs(kda: str = "kernels/kda/kernel.py") -> dict:
     kda_specs = _kda_specs(kk)
     fn, types, consts, opts = kda_specs["intra"]
     kda_specs["intra_strong"] = (fn, types, dict(consts, STRONG=True), opts)
+    mk = _load("mla_kernel", "kernels/mla/kernel.py")
     return {
         **kda_specs,
         **_kda_gluon_specs(_load("kda_scan_gluon", "kernels/kda/scan_gluon.py"), kk.CONFIG),
-        **_mla_specs(_load("mla_kernel", "kernels/mla/kernel.py")),
-        **_mla_gluon_specs(_load("mla_decode_gluon", "kernels/mla/decode_gluon.py")),
+        **_mla_specs(mk),
+        **_mla_gluon_specs(_load("mla_decode_gluon", "kernels/mla/decode_gluon.py"), mk),
     }
 
 
