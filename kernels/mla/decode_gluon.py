@@ -19,7 +19,10 @@ What the `tl` kernel cannot say and this one does:
 * q and the first STAGES kv tiles are all requested by TMA at the program's start, in KS column
   slices, each slice on its own mbarrier, so that the score product starts on the first slice to
   land while the others stream in; a stage is refilled once both warpgroups are done with it, which
-  the next tile's row-maximum barrier shows (with one stage, a barrier at the end of the tile).
+  the next tile's row-maximum barrier shows (with one stage, a barrier at the end of the tile);
+* where a program runs many tiles (QREG > 0), q's rope and first value columns are loaded once into
+  registers as the score product's A operand: that loop is bound by shared-memory bandwidth as much
+  as by the tensor cores, and each warpgroup otherwise read all of q from shared memory every tile.
 
 Each program writes its normalised output tile (bf16) by one TMA store from q's buffer, which is
 free once the loop is done: its partial when there are several splits (with the log-sum-exp, for
@@ -140,17 +143,18 @@ def _mla_decode_gl(
     l_e = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
     acc = gl.zeros([BM, DV], gl.float32, o_l)
     zs = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
-    # (the prologue's loads and mbarrier operations are behind one barrier here, so that the compiler
-    # puts none at the top of every tile)
     if QREG > 0:
-        # the rope columns of q and its first QREG - D_PE value columns held in registers (one
-        # slice: KS 1) as the A operand of their score products, loaded once: those products
+        # the rope columns of q and its first QREG - D_PE value columns (all in q's first slice)
+        # held in registers as the A operand of their score products, loaded once: those products
         # then read only kv from shared memory
+        gl.static_assert(QREG - D_PE <= W, "q's register columns must lie in its first slice")
         a_l: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_l, k_width=2)
         mbarrier.wait(qbars.index(0), 0)
         qa_p = q_p.load(a_l)
         if QREG > D_PE:
             qa_v = q_v.slice(0, QREG - D_PE, 1).load(a_l)
+    # (the prologue's loads and mbarrier operations are behind one barrier here, so that the compiler
+    # puts none at the top of every tile)
     gl.thread_barrier()
     for t in range(n_tiles):
         st = t % STAGES
