@@ -140,9 +140,9 @@ def _mla_decode_gl(
     m_i = gl.full([BM], -1.0e30, gl.float32, gl.SliceLayout(1, s_l))
     # the row sums kept element-wise (each thread its share of the tile) and reduced once, after the
     # loop: the row maximum is then the loop's only reduction across the two warpgroups
-    l_e = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
     acc = gl.zeros([BM, DV], gl.float32, o_l)
     zs = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
+    l_e = gl.sum(zs.reshape([BM, 2, BLOCK_N // 2]), 2)
     if QREG > 0:
         # the rope columns of q and its first QREG - D_PE value columns (all in q's first slice)
         # held in registers as the A operand of their score products, loaded once: those products
@@ -151,8 +151,13 @@ def _mla_decode_gl(
         a_l: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_l, k_width=2)
         mbarrier.wait(qbars.index(0), 0)
         qa_p = q_p.load(a_l)
-        if QREG > D_PE:
-            qa_v = q_v.slice(0, QREG - D_PE, 1).load(a_l)
+        # (in power-of-two pieces: up to 128 columns, then the rest)
+        RA: gl.constexpr = min(QREG - D_PE, 128)
+        RB: gl.constexpr = QREG - D_PE - RA
+        if RA > 0:
+            qa_v = q_v.slice(0, RA, 1).load(a_l)
+        if RB > 0:
+            qa_w = q_v.slice(RA, RB, 1).load(a_l)
     # (the prologue's loads and mbarrier operations are behind one barrier here, so that the compiler
     # puts none at the top of every tile)
     gl.thread_barrier()
@@ -164,8 +169,10 @@ def _mla_decode_gl(
         mbarrier.wait(bars.index(st * KS), (t // STAGES) & 1)
         if QREG > 0:
             s = warpgroup_mma(qa_p, kv_p.index(st).permute((1, 0)), zs, use_acc=False, is_async=True)
-            if QREG > D_PE:
-                s = warpgroup_mma(qa_v, kvs.slice(0, QREG - D_PE, 1).permute((1, 0)), s, is_async=True)
+            if RA > 0:
+                s = warpgroup_mma(qa_v, kvs.slice(0, RA, 1).permute((1, 0)), s, is_async=True)
+            if RB > 0:
+                s = warpgroup_mma(qa_w, kvs.slice(RA, RB, 1).permute((1, 0)), s, is_async=True)
             for c in gl.static_range((QREG - D_PE) // 64, W // 64):
                 s = warpgroup_mma(q_v.slice(c * 64, 64, 1), kvs.slice(c * 64, 64, 1).permute((1, 0)), s, is_async=True)
         else:
@@ -196,7 +203,9 @@ def _mla_decode_gl(
                 )
         alpha = gl.exp2(m_i - m_new)
         p = gl.exp2(s - m_new[:, None])
-        l_e = l_e * alpha[:, None] + p
+        l_e = l_e * gl.convert_layout(alpha, gl.SliceLayout(1, l_e.type.layout))[:, None] + gl.sum(
+            p.reshape([BM, 2, BLOCK_N // 2]), 2
+        )
         m_i = m_new
         p_s.store(p.to(gl.bfloat16))
         fence_async_shared()

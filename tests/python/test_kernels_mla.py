@@ -93,6 +93,7 @@ GLUON_CASES = [
     (1, 4, 64, 300, {"num_splits": 2, "gl_kslices": 2}),
     (1, 2, 64, 129, {"num_splits": 2, "gl_stages": 1, "gl_kslices": 1}),
     (2, 1, 4, 50, {}),
+    (1, 4, 64, 1000, {"num_splits": 2, "gl_qreg": 320}),
 ]
 
 
@@ -185,6 +186,8 @@ def test_decode_refuses_unknown_implementations_and_gluon_knobs(knob, bad):
         (1, 200, 3, {"impl": "gluon", "gl_qreg": 64}),
         (2, 150, 8, {"impl": "gluon", "gl_qreg": 128}),
         (1, 333, 4, {"impl": "gluon", "gl_qreg": 192, "gl_stages": 1}),
+        (2, 150, 8, {"impl": "gluon", "gl_qreg": 256}),
+        (1, 200, 3, {"impl": "gluon", "gl_qreg": 320}),
     ],
 )
 def test_prefill_matches_float32_reference(B, S, H, cfg, scale):
