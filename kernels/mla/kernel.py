@@ -538,7 +538,7 @@ def gl_qreg(requested, tiles: int, stages: int) -> int:
     (bench/results/kernels-2026-12-06.md, runs 13-14)."""
     if requested != "auto":
         return requested
-    return 192 if tiles > stages else 0
+    return 320 if tiles > stages else 0
 
 
 def gl_kslices(requested: int, tiles: int, stages_fit: int) -> int:

@@ -115,7 +115,7 @@ def test_gluon_slices_follow_the_split_length_unless_a_config_names_them():
 def test_gluon_q_columns_in_registers_where_stages_are_refilled_unless_a_config_names_them():
     # Sq 1 and 2 (1 or 2 tiles, all in flight): none; Sq 4 (4 tiles in 2 stages), serving batches
     # and the prefill (one split over the whole cache): 192
-    assert [K.gl_qreg("auto", t, s) for t, s in ((1, 1), (2, 2), (4, 2), (128, 2))] == [0, 0, 192, 192]
+    assert [K.gl_qreg("auto", t, s) for t, s in ((1, 1), (2, 2), (4, 2), (128, 2))] == [0, 0, 320, 320]
     assert [K.gl_qreg(c, 128, 2) for c in (0, 64, 128, 192)] == [0, 64, 128, 192]
 
 
