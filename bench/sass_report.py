@@ -184,7 +184,7 @@ def _mla_gluon_specs(dg, mk) -> dict:
                 STAGES=c["gl_stages"],
                 SPLIT=False,
                 KS=c["gl_kslices"],
-                QREG=mk.gl_qreg(c["gl_qreg"], 8192 // 64, c["gl_stages"]),
+                QREG=mk.gl_qreg(c["gl_qreg"], 8192 // 64, c["gl_stages"], 64 + 512 // c["gl_kslices"]),
             ),  # fmt: skip
             dict(num_warps=8, maxnreg=0),
         ),

@@ -12,8 +12,9 @@ What the `tl` kernel cannot say and this one does:
   another product over warps along M only, so that both warpgroups would compute the whole tile;
 * p goes through one shared buffer as the A operand of `p kv`, and each warpgroup multiplies it
   by its own half of the value columns (the [4, 2] layout of the 64 x DV accumulator, 128
-  registers a thread); the row sums are kept element-wise and reduced once after the loop, and
-  the row maximum is each warpgroup's own, exchanged through a 64 x 2 buffer behind one block
+  registers a thread); the row sums are kept per warpgroup (each its half of the tile's columns,
+  shuffles within its warps) and the two added once after the loop, and the row maximum is each
+  warpgroup's own, exchanged through a 64 x 2 buffer behind one block
   barrier: with p's, the tile's only two barriers of its own (the compiler adds one before each
   TMA copy of a refill);
 * q and the first STAGES kv tiles are all requested by TMA at the program's start, in KS column
@@ -138,8 +139,10 @@ def _mla_decode_gl(
     rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, s_l))
     limit = Skv - Sq + rows // H  # last kv index row r may see (causal at the end of the cache)
     m_i = gl.full([BM], -1.0e30, gl.float32, gl.SliceLayout(1, s_l))
-    # the row sums kept element-wise (each thread its share of the tile) and reduced once, after the
-    # loop: the row maximum is then the loop's only reduction across the two warpgroups
+    # the row sums kept per warpgroup ([64 rows, 2]: each its own columns, shuffles within its
+    # warps) and the two added once, after the loop: the row maximum is then the loop's only
+    # reduction across the two warpgroups, and they take 2 registers a thread where element-wise
+    # sums took 16 (room for more of q in registers)
     acc = gl.zeros([BM, DV], gl.float32, o_l)
     zs = gl.zeros([BM, BLOCK_N], gl.float32, s_l)
     l_e = gl.sum(zs.reshape([BM, 2, BLOCK_N // 2]), 2)

@@ -51,7 +51,7 @@ LOG2E = 1.4426950408889634
 # a split in flight at once, as many as fit in shared memory; gl_kslices 0: q and kv in 4 column
 # slices when every tile of a split is requested at the start (the first product starts on the
 # first slice to land), in 2 when stages are refilled (fewer waits per tile); gl_qreg "auto": q's
-# rope and first 128 value columns held in registers where stages are refilled (see gl_qreg).
+# rope and first 256 value columns held in registers where stages are refilled (see gl_qreg).
 DECODE_CONFIG = {
     "impl": "gluon",
     "num_splits": 0,
@@ -528,17 +528,25 @@ def _merge(po, lse, o2, S, block_dv):
     )  # fmt: skip
 
 
-def gl_qreg(requested, tiles: int, stages: int) -> int:
-    """The columns of q (its 64 rope columns first, then value columns) the Gluon kernel holds in
-    registers as the A operand of the score product (requested "auto": chosen). A split that
-    refills its stages runs many tiles, and each tile read all of q from shared memory once for
-    each warpgroup; shared-memory bandwidth limits that loop, so 192 columns (244 registers with
-    the 64 x 512 accumulator, the most that fit) there. Where every tile is in flight from the
-    start (1 to 2 tiles) the loads dominate and the registers buy nothing measurable: none
-    (bench/results/kernels-2026-12-06.md, runs 13-14)."""
-    if requested != "auto":
-        return requested
-    return 320 if tiles > stages else 0
+# q's columns the Gluon kernel can hold in registers beside its 64 x 512 accumulator without
+# spilling (255 registers a thread), by its kv stages: a single stage keeps more live
+QREG_MAX = {1: 192, 2: 320}
+
+
+def gl_qreg(requested, tiles: int, stages: int, first_slice: int) -> int:
+    """The columns of q (its rope columns first, then value columns) the Gluon kernel holds in
+    registers as the A operand of the score product (requested "auto": chosen); they must lie in
+    q's first column slice (first_slice columns: the rope's and DV / KS). A split that refills its
+    stages runs many tiles, and each tile read all of q from shared memory once for each
+    warpgroup; shared-memory bandwidth limits that loop, so as many columns as fit there
+    (QREG_MAX, checked by tests/python/test_kernel_resources.py). Where every tile is in
+    flight from the start (1 to 2 tiles) the loads dominate and the registers buy nothing
+    measurable: none (bench/results/kernels-2026-12-06.md, runs 13-22)."""
+    if requested == "auto":
+        return min(QREG_MAX[min(stages, 2)], first_slice) if tiles > stages else 0
+    if requested > first_slice:
+        raise ValueError(f"mla (gluon): gl_qreg={requested} exceeds q's first column slice ({first_slice} columns)")
+    return requested
 
 
 def gl_kslices(requested: int, tiles: int, stages_fit: int) -> int:
@@ -567,7 +575,8 @@ def _decode_gl(dg, q, kv, scale, dv, cfg, dims):
         po, lse = out.transpose(1, 2), torch.empty((B, M, S), device=q.device, dtype=torch.float32)
     dg.decode_split_gluon(
         q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), out, lse, scale * LOG2E,
-        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=kslices, qreg=gl_qreg(cfg["gl_qreg"], tiles, stages),
+        M, Skv, Sq, H, split_len, S, B, dv, stages=stages, kslices=kslices,
+        qreg=gl_qreg(cfg["gl_qreg"], tiles, stages, d_pe + dv // kslices),
     )  # fmt: skip
     if S > 1:
         _merge(po, lse, o2, S, cfg["merge_block_dv"])
@@ -648,7 +657,7 @@ def prefill_with_config(q, kv, scale: float, dv: int = 512, cfg: dict | None = N
         dg.decode_split_gluon(
             q.view(B * M, dv + d_pe), kv.view(B * Skv, dv + d_pe), o2, None, scale * LOG2E,
             M, Skv, Sq, H, Skv, 1, B, dv, stages=cfg["gl_stages"], kslices=cfg["gl_kslices"],
-            qreg=gl_qreg(cfg["gl_qreg"], triton.cdiv(Skv, dg.BLOCK_N), cfg["gl_stages"]),
+            qreg=gl_qreg(cfg["gl_qreg"], triton.cdiv(Skv, dg.BLOCK_N), cfg["gl_stages"], d_pe + dv // cfg["gl_kslices"]),
         )  # fmt: skip
         return o
     BLOCK_M = cfg["BLOCK_M"]

@@ -6,13 +6,14 @@ registers runs 3 blocks of 4 warps per SM, and the scans (tl and both Gluon ones
 intra kernel a little);
 the MLA tl prefill holds q and two kv stages (221 KB) in one block of 8 warps per SM, and the
 Gluon decode / prefill kernel (q, a kv stage of 64 rows and p: 153 KB at one stage) one block of
-8 warps without spills, as the prefill with q's first 192 columns in registers too.
+8 warps without spills, as the prefill with q's first 320 columns in registers too.
 A change to the kernels that breaks this shows here, without a GPU: bench/sass_report.py compiles
 them with Triton's own ptxas, in a process of its own (these tests run with Triton's interpreter
 on).
 """
 
 import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -66,8 +67,8 @@ def test_kernels_fit_their_occupancy(defaults, name, blocks_per_sm):
 # Its fast form now spills 128 B (the diagonal blocks' own accumulators across the K loop; the K
 # loop loads 12 spilled registers a slice, 2 before) and its STRONG form, run only for the chunks
 # the fast form flags, 192 B (bench/results/kda-2026-12-05.md; both still to be timed on the H200).
-# The Gluon MLA prefill holds q's first 192 columns in registers beside its 64 x 512 accumulator:
-# the most that fit without spilling (gl_qreg).
+# The Gluon MLA prefill holds q's first 320 columns in registers beside its 64 x 512 accumulator:
+# the most that fit without spilling (kernel.QREG_MAX, checked at each stage count below).
 SPILL_LIMIT = {
     "intra": 128, "intra_strong": 192, "scan": 0, "scan_gl": 0, "scan_glt": 0, "decode_gl": 0, "prefill_gl": 0,
 }  # fmt: skip
@@ -133,3 +134,17 @@ def test_the_mla_kernels_shared_memory_estimate_matches_the_compiler(stages, ksl
     assert abs(rows[0]["shared"] - est) <= 1024, (rows[0]["shared"], est)
     assert rows[0]["shared"] <= dg.SMEM_BYTES
     assert dg.max_stages(512, 64, kslices) == 2
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_q_columns_held_in_registers_at_most_fit_without_spilling(stages):
+    """kernel.gl_qreg holds up to QREG_MAX[stages] of q's columns in registers where a split refills
+    its stages: that many compile without spills, in the decode (SPLIT) and the prefill form."""
+    spec = importlib.util.spec_from_file_location("mla_kernel_qreg", ROOT / "kernels" / "mla" / "kernel.py")
+    mk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mk)
+    for split in (True, False):
+        over = {"STAGES": stages, "KS": 1, "SPLIT": split, "QREG": mk.QREG_MAX[stages]}
+        p, rows = report("decode_gl", json.dumps(over))
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert rows[0]["stack"] == 0 and rows[0]["registers"] <= 255, (over, rows[0])

@@ -114,9 +114,15 @@ def test_gluon_slices_follow_the_split_length_unless_a_config_names_them():
 
 def test_gluon_q_columns_in_registers_where_stages_are_refilled_unless_a_config_names_them():
     # Sq 1 and 2 (1 or 2 tiles, all in flight): none; Sq 4 (4 tiles in 2 stages), serving batches
-    # and the prefill (one split over the whole cache): 192
-    assert [K.gl_qreg("auto", t, s) for t, s in ((1, 1), (2, 2), (4, 2), (128, 2))] == [0, 0, 320, 320]
-    assert [K.gl_qreg(c, 128, 2) for c in (0, 64, 128, 192)] == [0, 64, 128, 192]
+    # and the prefill (one split over the whole cache): as many as fit, within q's first slice
+    first = {1: 576, 2: 320, 4: 192}  # columns of q's first slice at 1, 2, 4 slices
+    assert [K.gl_qreg("auto", t, s, first[2]) for t, s in ((1, 1), (2, 2), (4, 2), (128, 2))] == [0, 0, 320, 320]
+    assert K.gl_qreg("auto", 128, 2, first[1]) == K.QREG_MAX[2] == 320
+    assert K.gl_qreg("auto", 128, 1, first[1]) == K.QREG_MAX[1] == 192
+    assert K.gl_qreg("auto", 128, 2, first[4]) == 192
+    assert [K.gl_qreg(c, 128, 2, first[1]) for c in (0, 64, 128, 192, 256, 320)] == [0, 64, 128, 192, 256, 320]
+    with pytest.raises(ValueError, match="gl_qreg=256 exceeds q's first column slice"):
+        K.gl_qreg(256, 128, 2, first[4])
 
 
 def test_decode_public_entry_point_uses_its_own_split_choice():
