@@ -12,7 +12,6 @@ them with Triton's own ptxas, in a process of its own (these tests run with Trit
 on).
 """
 
-import importlib
 import importlib.util
 import json
 import os
@@ -92,12 +91,17 @@ def test_unknown_override_is_refused():
 
 
 def _host_module(kernel_dir: str, name: str):
-    """A Gluon kernel module of kernels/ (its host-side helpers need no GPU)."""
-    sys.path.insert(0, str(ROOT / "kernels" / kernel_dir))
+    """A kernel module of kernels/ (its host-side helpers need no GPU), loaded by its path under a
+    name of its own: kernels/kda and kernels/mla both have a kernel.py."""
+    path = ROOT / "kernels" / kernel_dir / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"host_{kernel_dir}_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
     try:
-        return importlib.import_module(name)
+        spec.loader.exec_module(mod)
     finally:
         sys.path.pop(0)
+    return mod
 
 
 def _scan_gluon():
@@ -140,9 +144,7 @@ def test_the_mla_kernels_shared_memory_estimate_matches_the_compiler(stages, ksl
 def test_q_columns_held_in_registers_at_most_fit_without_spilling(stages):
     """kernel.gl_qreg holds up to QREG_MAX[stages] of q's columns in registers where a split refills
     its stages: that many compile without spills, in the decode (SPLIT) and the prefill form."""
-    spec = importlib.util.spec_from_file_location("mla_kernel_qreg", ROOT / "kernels" / "mla" / "kernel.py")
-    mk = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mk)
+    mk = _host_module("mla", "kernel")
     for split in (True, False):
         over = {"STAGES": stages, "KS": 1, "SPLIT": split, "QREG": mk.QREG_MAX[stages]}
         p, rows = report("decode_gl", json.dumps(over))
