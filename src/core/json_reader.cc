@@ -1,6 +1,9 @@
 // parse_json: a recursive-descent JSON reader that builds nlohmann::json directly. It follows
 // json::parse (RFC 8259 grammar, strict UTF-8, surrogate pairs, unsigned/integer/float numbers, the
 // last of duplicate keys wins); whatever it does not accept goes to json::parse instead.
+// read_outside_json: the same reader, bounded; whatever it does not accept goes to nlohmann's SAX
+// parser (iterative) under a handler that builds the value and stops at the depth bound, so the
+// refusal and its reason come out before anything past the bound exists.
 #include "core/json_reader.h"
 
 #include <cerrno>
@@ -18,7 +21,8 @@ constexpr int kMaxDepth = 256;
 
 class Reader {
  public:
-  explicit Reader(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+  explicit Reader(std::string_view text, int max_depth = kMaxDepth)
+      : p_(text.data()), end_(text.data() + text.size()), max_depth_(max_depth) {}
 
   json document(const std::vector<std::string_view>& leave_out) {
     ws();
@@ -31,6 +35,7 @@ class Reader {
  private:
   const char* p_;
   const char* end_;
+  int max_depth_;
 
   void ws() {
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
@@ -92,7 +97,7 @@ class Reader {
 
   // An object; members named in *leave_out are stepped over, not built.
   json object(int depth, const std::vector<std::string_view>* leave_out = nullptr) {
-    if (depth > kMaxDepth) throw NotHandled{};
+    if (depth > max_depth_) throw NotHandled{};
     ++p_;
     json out(json::value_t::object);
     auto& obj = out.get_ref<json::object_t&>();
@@ -131,7 +136,7 @@ class Reader {
   }
 
   json array(int depth) {
-    if (depth > kMaxDepth) throw NotHandled{};
+    if (depth > max_depth_) throw NotHandled{};
     ++p_;
     json out(json::value_t::array);
     auto& arr = out.get_ref<json::array_t&>();
@@ -348,7 +353,7 @@ class Reader {
       if (c == '"') {
         skip_string();
       } else if (c == '{' || c == '[') {
-        if (depth + open > kMaxDepth) throw NotHandled{};
+        if (depth + open > max_depth_) throw NotHandled{};
         ++open;
         ++p_;
       } else if (c == '}' || c == ']') {
@@ -379,7 +384,151 @@ class Reader {
   }
 };
 
+// Builds the value from nlohmann's SAX events (the parser itself is iterative), refusing a
+// container that would nest past max_depth and keeping the reason of any refusal.
+class BoundedDom {
+ public:
+  explicit BoundedDom(int max_depth) : max_depth_(max_depth) {}
+
+  json root;
+  std::string error;
+  bool too_deep = false;
+
+  bool null() { return put(json(nullptr)); }
+  bool boolean(bool v) { return put(json(v)); }
+  bool number_integer(json::number_integer_t v) { return put(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return put(json(v)); }
+  bool number_float(json::number_float_t v, const json::string_t&) {
+    if (!std::isfinite(v)) {  // the parser refuses these first; kept as a second guard
+      error = "number overflow: a value that is not a finite double";
+      return false;
+    }
+    return put(json(v));
+  }
+  bool string(json::string_t& v) { return put(json(std::move(v))); }
+  bool binary(json::binary_t& v) { return put(json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return open(json::value_t::object); }
+  bool key(json::string_t& k) {
+    member_ = &open_.back()->get_ref<json::object_t&>()[k];  // the last of duplicates wins
+    return true;
+  }
+  bool end_object() {
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) { return open(json::value_t::array); }
+  bool end_array() {
+    open_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string& token, const json::exception& e) {
+    if (e.id == 406) {
+      error = "number overflow at byte " + std::to_string(position) + ": " + excerpt(token, 48) +
+              " is out of the range of a double";
+    } else {
+      error = excerpt(e.what(), 360);
+    }
+    return false;
+  }
+
+  // Printable ASCII only (an excerpt of hostile bytes goes into logs and prompts), at most n bytes.
+  static std::string excerpt(std::string_view s, size_t n) {
+    std::string out;
+    for (size_t i = 0; i < s.size() && i < n; ++i) {
+      unsigned char c = static_cast<unsigned char>(s[i]);
+      out += c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?';
+    }
+    if (s.size() > n) out += "... (" + std::to_string(s.size()) + " bytes)";
+    return out;
+  }
+
+ private:
+  int max_depth_;
+  std::vector<json*> open_;  // the containers being filled, outermost first
+  json* member_ = nullptr;   // where the next value of the innermost object goes
+
+  // Places v in the innermost open container (or as the root) and returns where it went.
+  json* place(json&& v) {
+    if (open_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    json& top = *open_.back();
+    if (top.is_array()) {
+      auto& a = top.get_ref<json::array_t&>();
+      a.push_back(std::move(v));
+      return &a.back();
+    }
+    *member_ = std::move(v);
+    return member_;
+  }
+  bool put(json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(json::value_t t) {
+    if (static_cast<int>(open_.size()) >= max_depth_) {
+      too_deep = true;
+      return false;
+    }
+    open_.push_back(place(json(t)));
+    return true;
+  }
+};
+
+// The byte at which `text` first opens a container deeper than max_depth (strings skipped), or
+// npos.
+size_t too_deep_at(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
+
+OutsideJson read_outside_json(std::string_view text, int max_depth) {
+  OutsideJson out;
+  try {
+    out.value = Reader(text, max_depth).document({});
+    return out;
+  } catch (const NotHandled&) {
+  }
+  // Not accepted by the fast reader: malformed, too deep, a number out of range, or a form the
+  // fast reader leaves to nlohmann. The SAX parser says which, and builds the value when it is
+  // none.
+  BoundedDom dom(max_depth);
+  bool ok = json::sax_parse(text.data(), text.data() + text.size(), &dom);
+  if (ok) {
+    out.value = std::move(dom.root);
+    return out;
+  }
+  if (dom.too_deep) {
+    size_t at = too_deep_at(text, max_depth);
+    out.error = "JSON nested deeper than " + std::to_string(max_depth) +
+                " levels of arrays and objects" +
+                (at == std::string_view::npos ? "" : " (at byte " + std::to_string(at) + ")") +
+                "; refused while reading";
+  } else {
+    out.error = dom.error.empty() ? "not valid JSON" : dom.error;
+  }
+  return out;  // dom.root, partly built and at most max_depth deep, goes with dom
+}
 
 json parse_json(std::string_view text, const std::vector<std::string_view>& leave_out) {
   try {

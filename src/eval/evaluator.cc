@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/json_reader.h"
 #include "core/utf8.h"
 #include "sandbox/python_env.h"
 
@@ -70,12 +71,13 @@ std::string tail(const std::string& s, size_t n) {
 std::optional<json> find_object(const std::string& text) {
   std::string t = trim(text);
   if (t.empty()) return std::nullopt;
-  json j = json::parse(t, nullptr, /*allow_exceptions=*/false);
+  // Bounded (nesting, number range): the output is the candidate's as much as the evaluator's.
+  json j = read_outside_json(t).value;
   if (j.is_object()) return j;
   size_t end = t.size();
   size_t start = t.rfind('\n');
   std::string last = trim(start == std::string::npos ? t : t.substr(start + 1, end));
-  j = json::parse(last, nullptr, false);
+  j = read_outside_json(last).value;
   if (j.is_object()) return j;
   return std::nullopt;
 }

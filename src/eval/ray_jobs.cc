@@ -8,6 +8,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/json_reader.h"
+
 namespace marathon::eval {
 
 namespace {
@@ -92,7 +94,7 @@ std::optional<json> get_object(const std::string& url, double timeout_s, const c
     *error = r.status == 0 ? r.error : short_body(r);
     return std::nullopt;
   }
-  json j = json::parse(r.body, nullptr, false);
+  json j = read_outside_json(r.body).value;
   if (!j.is_object()) {
     *error = fmt::format("{} is not a JSON object", what);
     return std::nullopt;
@@ -182,7 +184,7 @@ std::optional<std::string> RayJobsApi::logs(const std::string& id, std::string* 
     *error = r.status == 0 ? r.error : short_body(r);
     return std::nullopt;
   }
-  json j = json::parse(r.body, nullptr, false);
+  json j = read_outside_json(r.body).value;
   if (!j.is_object() || !j.contains("logs") || !j["logs"].is_string()) {
     *error = "the job's logs are not {\"logs\": text}";
     return std::nullopt;
@@ -203,7 +205,7 @@ std::optional<std::vector<json>> RayJobsApi::list(std::string* error) const {
     *error = r.status == 0 ? r.error : short_body(r);
     return std::nullopt;
   }
-  json j = json::parse(r.body, nullptr, false);
+  json j = read_outside_json(r.body).value;
   if (!j.is_array()) {
     *error = "the job list is not a JSON array";
     return std::nullopt;
@@ -218,7 +220,7 @@ std::optional<json> eval_result_from_logs(const std::string& logs, const std::st
   while (std::getline(in, line)) {
     size_t a = line.find_first_not_of(" \t\r");
     if (a == std::string::npos || line[a] != '{') continue;
-    json j = json::parse(line.substr(a), nullptr, false);
+    json j = read_outside_json(std::string_view(line).substr(a)).value;
     if (!j.is_object() || !j.contains("eval_status") || !j["eval_status"].is_string()) continue;
     if (j.value("candidate", "") != candidate) continue;
     found = std::move(j);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/json_reader.h"
 #include "llm/openai_format.h"
 #include "llm/usage_check.h"
 
@@ -39,7 +40,7 @@ void push_turn(json& out, const std::string& role, const json& blocks) {
 
 json tool_use_input(const std::string& arguments) {
   if (arguments.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
-  json input = json::parse(arguments, nullptr, /*allow_exceptions=*/false);
+  json input = read_outside_json(arguments).value;
   if (input.is_object()) return input;
   // Unparsable arguments stay visible to the model as they were sent.
   return {{"_unparsed_arguments", arguments}};
@@ -253,13 +254,15 @@ namespace {
 class AnthropicStream : public StreamAssembler {
  public:
   void on_event(const SseEvent& e) override {
-    json d = json::parse(e.data, nullptr, /*allow_exceptions=*/false);
+    OutsideJson read = read_outside_json(e.data);
+    json d = std::move(read.value);
     const std::string type = d.is_object() && d.contains("type") && d["type"].is_string()
                                  ? d["type"].get<std::string>()
                                  : e.event;
     if (type == "ping") return;
     if (!d.is_object()) {
-      malformed = "a stream event (" + e.event + ") is not a JSON object: " + e.data.substr(0, 200);
+      malformed = "a stream event (" + e.event + ") is not a JSON object" +
+                  (read.ok() ? "" : " (" + read.error + ")") + ": " + e.data.substr(0, 200);
       return;
     }
     if (type == "error") {
@@ -318,8 +321,7 @@ class AnthropicStream : public StreamAssembler {
       json out = block;
       if (auto p = partial_json_.find(index); p != partial_json_.end()) {
         const bool blank = p->second.find_first_not_of(" \t\r\n") == std::string::npos;
-        json input =
-            blank ? json::object() : json::parse(p->second, nullptr, /*allow_exceptions=*/false);
+        json input = blank ? json::object() : read_outside_json(p->second).value;
         // Input that is not a JSON object stays visible as text (the reply check flags it).
         out["input"] = input.is_object() ? input : json(p->second);
       }

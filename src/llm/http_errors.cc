@@ -5,11 +5,12 @@
 #include <cctype>
 
 #include "core/event.h"
+#include "core/json_reader.h"
 
 namespace marathon::llm {
 
 std::string error_body_message(const std::string& body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  json j = read_outside_json(body).value;  // discarded when not JSON, too deep or out of range
   if (j.is_object() && j.contains("error")) {
     const json& e = j["error"];
     if (e.is_string()) return e.get<std::string>();

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "core/json_reader.h"
 #include "llm/http_client.h"
 #include "llm/http_errors.h"
 #include "llm/reply_check.h"
@@ -181,16 +182,23 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
                  where + ": streamed reply: " + streamed["_stream_malformed"].dump(), resp.status};
     return result;
   }
-  json parsed = request.stream ? std::move(streamed)
-                               : json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
-    result.error = LlmError{ErrorKind::kMalformed,
-                            where + ": HTTP " + std::to_string(resp.status) +
-                                " with a body that is not JSON (" +
-                                std::to_string(resp.body.size()) + " bytes): " + excerpt(resp.body),
-                            resp.status};
+  // Read bounded (nesting, number range) before anything copies, dumps or logs the body.
+  OutsideJson read;
+  if (request.stream) {
+    read.value = std::move(streamed);
+  } else {
+    read = read_outside_json(resp.body);
+  }
+  if (!read.ok()) {
+    result.error =
+        LlmError{ErrorKind::kMalformed,
+                 where + ": HTTP " + std::to_string(resp.status) +
+                     " with a body that is not JSON the runtime reads (" + read.error + "; " +
+                     std::to_string(resp.body.size()) + " bytes): " + excerpt(resp.body),
+                 resp.status};
     return result;
   }
+  json parsed = std::move(read.value);
   ParsedReply reply = format_->parse_reply(parsed);
   if (!reply.malformed.empty()) {
     ErrorKind kind =

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/json_reader.h"
 #include "llm/usage_check.h"
 
 namespace marathon::llm {
@@ -186,9 +187,11 @@ class OpenAiStream : public StreamAssembler {
       done = true;
       return;
     }
-    json chunk = json::parse(e.data, nullptr, /*allow_exceptions=*/false);
+    OutsideJson read = read_outside_json(e.data);
+    json chunk = std::move(read.value);
     if (!chunk.is_object()) {
-      malformed = "a stream chunk is not a JSON object: " + e.data.substr(0, 200);
+      malformed = "a stream chunk is not a JSON object" +
+                  (read.ok() ? "" : " (" + read.error + ")") + ": " + e.data.substr(0, 200);
       return;
     }
     if (auto err = chunk.find("error"); err != chunk.end() && !err->is_null()) {

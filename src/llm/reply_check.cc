@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "core/json_reader.h"
+
 namespace marathon::llm {
 
 std::vector<ReplyProblem> check_tool_calls(const json& message, const json& offered_tools) {
@@ -32,17 +34,16 @@ std::vector<ReplyProblem> check_tool_calls(const json& message, const json& offe
                           "unknown tool '" + name + "' (call " + id + "); valid tools: " + valid});
     }
     if (args.find_first_not_of(" \t\r\n") == std::string::npos) continue;  // no arguments: {}
-    try {
-      json parsed = json::parse(args);
-      if (!parsed.is_object()) {
-        problems.push_back({id, "bad_arguments",
-                            "arguments of call " + id + " to '" + name +
-                                "' must be a JSON object, got " + parsed.type_name()});
-      }
-    } catch (const json::exception& e) {  // a syntax error, or a number out of range (1e400)
+    // A syntax error, nesting past the bound or a number out of range (1e400) is refused.
+    OutsideJson parsed = read_outside_json(args);
+    if (!parsed.ok()) {
       problems.push_back(
           {id, "bad_arguments",
-           "arguments of call " + id + " to '" + name + "' are not valid JSON: " + e.what()});
+           "arguments of call " + id + " to '" + name + "' are not valid JSON: " + parsed.error});
+    } else if (!parsed.value.is_object()) {
+      problems.push_back({id, "bad_arguments",
+                          "arguments of call " + id + " to '" + name +
+                              "' must be a JSON object, got " + parsed.value.type_name()});
     }
   }
   return problems;

@@ -1,5 +1,7 @@
 #include "rpc/jsonrpc.h"
 
+#include "core/json_reader.h"
+
 namespace marathon::rpc {
 
 namespace {
@@ -52,15 +54,16 @@ Parsed parse_entry(const json& j) {
 
 ParsedLine parse_line(std::string_view line) {
   ParsedLine out;
-  json j;
-  try {
-    j = json::parse(line);
-  } catch (const json::parse_error& e) {
+  // Bounded while read: nesting past kMaxOutsideJsonDepth or a number no double holds is a parse
+  // error like any other, before a message is built from the line.
+  OutsideJson read = read_outside_json(line);
+  if (!read.ok()) {
     out.entries.push_back(
         {std::nullopt, error_response(nullptr, static_cast<int>(ErrorCode::kParseError),
-                                      "parse error: " + std::string(e.what()))});
+                                      "parse error: " + read.error)});
     return out;
   }
+  json j = std::move(read.value);
   if (j.is_array()) {
     if (j.empty()) {
       out.entries.push_back(invalid(nullptr, "an empty batch"));

@@ -61,9 +61,11 @@ struct ParsedLine {
   std::vector<Parsed> entries;
 };
 
-// Parses one line. Never throws: not JSON is one entry answering -32700 with a null id; an empty
-// array is one entry answering -32600; anything that is not a request, notification or response
-// object is an entry answering -32600 (with its id when it has a valid one).
+// Parses one line with read_outside_json (core/json_reader.h). Never throws: not JSON (nested
+// deeper than kMaxOutsideJsonDepth, or holding a number no double holds) is one entry answering
+// -32700 with a null id; an empty array is one entry answering -32600; anything that is not a
+// request, notification or response object is an entry answering -32600 (with its id when it has
+// a valid one).
 ParsedLine parse_line(std::string_view line);
 
 json response(const json& id, json result);

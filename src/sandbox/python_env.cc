@@ -23,7 +23,13 @@ constexpr const char* kPythonQuery =
 PythonEnv parse_python_query(const std::string& text) {
   PythonEnv env;
   size_t start = text.rfind('{');
-  json j = start == std::string::npos ? json() : json::parse(text.substr(start), nullptr, false);
+  // The answer nests two levels ({..., "path": [...]}); anything deeper is dropped while it is read
+  // (sandbox links no core, so not core/json_reader.h), a number out of range makes it no answer.
+  const json::parser_callback_t shallow = [](int depth, json::parse_event_t event, json&) {
+    return depth < 2 || (event != json::parse_event_t::object_start &&
+                         event != json::parse_event_t::array_start);
+  };
+  json j = start == std::string::npos ? json() : json::parse(text.substr(start), shallow, false);
   if (!j.is_object() || !j.contains("executable") || !j["executable"].is_string() ||
       j["executable"].get<std::string>().empty()) {
     env.error = "the interpreter printed no answer to the query";

@@ -10,6 +10,7 @@
 #include "control/compact_verb.h"
 #include "control/goal_verb.h"
 #include "core/event_store.h"
+#include "core/json_reader.h"
 #include "core/utf8.h"
 #include "serve/assets.h"
 #include "serve/page.h"
@@ -98,7 +99,7 @@ std::string bearer_of(const Request& req) {
 
 // A JSON request body as an object: nullopt (and a 400 sent) when it is not one.
 std::optional<json> body_object(const Request& req, Response& res) {
-  json body = json::parse(req.body, nullptr, false);
+  json body = read_outside_json(req.body).value;
   if (body.is_discarded() || !body.is_object()) {
     send_error(res, 400, "the request body must be a JSON object");
     return std::nullopt;

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "core/json_reader.h"
 #include "tools/json_schema.h"
 
 namespace marathon {
@@ -42,18 +43,18 @@ json ToolRegistry::openai_tools() const {
 std::optional<json> parse_tool_arguments(const std::string& tool, const std::string& text,
                                          std::string* error) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
-  try {
-    json j = json::parse(text);
-    if (!j.is_object()) {
-      *error = "arguments of " + tool + " must be a JSON object, got " + j.type_name();
-      return std::nullopt;
-    }
-    return j;
-  } catch (const json::exception& e) {  // a syntax error, or a number out of range (1e400)
+  // A syntax error, nesting past the bound or a number out of range (1e400) is refused.
+  OutsideJson read = read_outside_json(text);
+  if (!read.ok()) {
     *error =
-        "arguments of " + tool + " are not valid JSON (" + e.what() + "); send one JSON object";
+        "arguments of " + tool + " are not valid JSON (" + read.error + "); send one JSON object";
     return std::nullopt;
   }
+  if (!read.value.is_object()) {
+    *error = "arguments of " + tool + " must be a JSON object, got " + read.value.type_name();
+    return std::nullopt;
+  }
+  return std::move(read.value);
 }
 
 CheckedCall ToolRegistry::check(const std::string& name, const std::string& arguments_text) const {

@@ -1,14 +1,17 @@
 // Fuzz target: a provider's 2xx reply body, as HttpProvider::chat handles it
-// (llm/http_provider.cc): parsed as JSON, turned into canonical form by the wire format's
+// (llm/http_provider.cc): read as JSON by read_outside_json (core/json_reader.h: nesting and number
+// range bounded while it parses), turned into canonical form by the wire format's
 // parse_reply (llm/openai_format.cc, llm/anthropic_format.cc), its tool calls checked
 // (llm/reply_check.cc), and the assistant message then sent back in the next request, through
 // either format. The first input byte picks the format; the rest is the body. The seeds are real
 // reply shapes of both APIs. Contracts held (llm/provider.h, llm/wire_format.h): nothing a provider
 // sends makes these throw; a reply is either `malformed` or a canonical assistant message (content
 // a string, each tool call an object with a non-empty string id, a string name and string
-// arguments); each problem check_tool_calls reports names its call and kind.
+// arguments); each problem check_tool_calls reports names its call and kind. The seeds include
+// bodies nested 200,000 levels deep and numbers no double holds (1e400): refused, never a crash.
 #include <set>
 
+#include "core/json_reader.h"
 #include "fuzz_check.h"
 #include "llm/anthropic_format.h"
 #include "llm/openai_format.h"
@@ -59,9 +62,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const llm::WireFormat* formats[] = {&openai, &anthropic, &openai_new};
   const llm::WireFormat& format = *formats[data[0] % 3];
 
-  json body = json::parse(marathon::fuzz::bytes(data + 1, size - 1), nullptr,
-                          /*allow_exceptions=*/false);
-  if (body.is_discarded()) return 0;  // chat() reports a body that is not JSON before parsing
+  marathon::OutsideJson read =
+      marathon::read_outside_json(marathon::fuzz::bytes(data + 1, size - 1));
+  if (!read.ok()) {  // chat() reports a body that is not JSON before parsing
+    expect(read.value.is_discarded() && read.error.size() < 1000, "a refusal without a reason");
+    return 0;
+  }
+  const json& body = read.value;
   llm::ParsedReply reply = format.parse_reply(body);
   if (!reply.malformed.empty()) return 0;
   check_message(reply.message);
