@@ -36,9 +36,24 @@ for name in $names; do
   esac
   mkdir -p "$work/$name/new"
   log=$work/$name/log
-  "$bin" -max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout=20 -print_final_stats=1 \
-    -artifact_prefix="$work/$name/" "${dict[@]}" "$work/$name/new" "$corpus" >"$log" 2>&1
-  rc=$?
+  # Committed inputs over 64 KiB (the 400 KB deep-nesting seeds) are run whole first, each once;
+  # fuzzing then mutates inputs up to the largest committed input below that (at least 4096 bytes,
+  # libFuzzer's own floor), so the large seeds do not slow every execution.
+  mapfile -t big < <(find "$corpus" -type f -size +64k | sort)
+  max_len=$(find "$corpus" -type f -size -65537c -printf '%s\n' | sort -n | tail -1)
+  max_len=$(( ${max_len:-0} > 4096 ? max_len : 4096 ))
+  rc=0
+  if [ "${#big[@]}" -gt 0 ]; then
+    "$bin" -rss_limit_mb="$rss_mb" -timeout=20 -artifact_prefix="$work/$name/" "${big[@]}" \
+      >"$log" 2>&1
+    rc=$?
+  fi
+  if [ "$rc" -eq 0 ]; then
+    "$bin" -max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout=20 -print_final_stats=1 \
+      -max_len="$max_len" -artifact_prefix="$work/$name/" "${dict[@]}" "$work/$name/new" \
+      "$corpus" >>"$log" 2>&1
+    rc=$?
+  fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
