@@ -3,10 +3,17 @@
 #include <algorithm>
 
 #include "core/json_reader.h"
+#include "llm/model_table.h"
 #include "llm/openai_format.h"
 #include "llm/usage_check.h"
 
 namespace marathon::llm {
+
+std::string AnthropicFormat::endpoint(const std::string& base_url) const {
+  // The SDK's base URL is the host (https://api.anthropic.com); marathon's has always ended in /v1.
+  const bool has_v1 = base_url.size() >= 3 && base_url.compare(base_url.size() - 3, 3, "/v1") == 0;
+  return base_url + (has_v1 ? "" : "/v1") + path();
+}
 
 std::map<std::string, std::string> AnthropicFormat::headers(const std::string& api_key) const {
   std::map<std::string, std::string> h{{"Content-Type", "application/json"},
@@ -90,6 +97,29 @@ void append_message(json& out, const json& m, std::string* system) {
 
 }  // namespace
 
+namespace {
+
+// A final assistant turn (a paused turn sent back to be continued) may not end in whitespace: the
+// API answers 400 "final assistant content cannot end with trailing whitespace". Its last text
+// block is trimmed at the end, and dropped when nothing else is left of it; a turn left with no
+// block at all is dropped.
+void trim_final_assistant_text(json& out) {
+  if (out.empty() || out.back()["role"] != "assistant") return;
+  json& blocks = out.back()["content"];
+  if (blocks.empty() || blocks.back().value("type", "") != "text") return;
+  json& block = blocks.back();
+  std::string text = block.value("text", "");
+  const size_t end = text.find_last_not_of(" \t\r\n\f\v");
+  if (end == std::string::npos) {
+    blocks.erase(blocks.size() - 1);
+    if (blocks.empty()) out.erase(out.size() - 1);
+    return;
+  }
+  if (end + 1 < text.size()) block["text"] = text.substr(0, end + 1);
+}
+
+}  // namespace
+
 json to_anthropic_messages(const json& canonical, std::string* system,
                            const std::vector<int64_t>& breakpoints, bool* system_breakpoint) {
   json out = json::array();
@@ -112,6 +142,7 @@ json to_anthropic_messages(const json& canonical, std::string* system,
       out.back()["content"].back()["cache_control"] = {{"type", "ephemeral"}};
     }
   }
+  trim_final_assistant_text(out);
   return out;
 }
 
@@ -134,14 +165,15 @@ json AnthropicFormat::request_body(const ChatRequest& request) const {
                {"max_tokens", request.max_tokens},
                {"messages", to_anthropic_messages(request.messages, &system,
                                                   request.cache_breakpoints, &system_breakpoint)}};
-  if (request.thinking_budget > 0) {
+  const ModelInfo* info = find_model(request.model);
+  if (request.thinking_budget > 0 && takes_thinking(info)) {
     // Extended thinking: max_tokens must exceed the budget, and no temperature may be set.
     body["thinking"] = {{"type", "enabled"}, {"budget_tokens", request.thinking_budget}};
     if (request.max_tokens <= request.thinking_budget) {
       body["max_tokens"] = request.thinking_budget + kMinAnswerTokens;
     }
-  } else {
-    body["temperature"] = request.temperature;
+  } else if (request.temperature && takes_temperature(info)) {
+    body["temperature"] = *request.temperature;  // only when asked: the newest models refuse it
   }
   if (request.stream) body["stream"] = true;
   if (!system.empty()) {
@@ -306,7 +338,11 @@ class AnthropicStream : public StreamAssembler {
         if (!message_.contains("usage") || !message_["usage"].is_object()) {
           message_["usage"] = json::object();
         }
-        for (const auto& [k, v] : u->items()) message_["usage"][k] = v;  // later counts win
+        // The counts message_delta carries replace message_start's; one it sends as null (the
+        // SDK's MessageDeltaUsage has every count but output_tokens optional) leaves it.
+        for (const auto& [k, v] : u->items()) {
+          if (!v.is_null()) message_["usage"][k] = v;
+        }
       }
     } else if (type == "message_stop") {
       done = true;

@@ -11,6 +11,8 @@ namespace marathon::llm {
 class AnthropicFormat : public WireFormat {
  public:
   std::string path() const override { return "/messages"; }
+  // BASE/v1/messages, or BASE/messages where BASE already ends in /v1.
+  std::string endpoint(const std::string& base_url) const override;
   std::map<std::string, std::string> headers(const std::string& api_key) const override;
   json request_body(const ChatRequest& request) const override;
   ParsedReply parse_reply(const json& body) const override;
@@ -20,7 +22,8 @@ class AnthropicFormat : public WireFormat {
 // Canonical messages -> Anthropic `messages`; system text is returned through `system`. The last
 // block of each canonical message whose index is in `breakpoints` gets
 // `cache_control: {type: ephemeral}` (at most the last kMaxCacheBreakpoints of them); a breakpoint
-// on a system message sets `*system_breakpoint` instead (the system prompt carries it).
+// on a system message sets `*system_breakpoint` instead (the system prompt carries it). A final
+// assistant turn ends without trailing whitespace, as the API requires of it.
 inline constexpr size_t kMaxCacheBreakpoints = 4;  // Anthropic's limit per request
 // With extended thinking, max_tokens covers the thinking budget and the answer: at least this much
 // is left for the answer.

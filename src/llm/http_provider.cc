@@ -29,7 +29,7 @@ HttpProvider::HttpProvider(std::string name, ProviderConfig config,
   for (const auto& [prefix, price] : config_.prices) prices_.set(prefix, price);
 }
 
-std::string HttpProvider::url() const { return config_.base_url + format_->path(); }
+std::string HttpProvider::url() const { return format_->endpoint(config_.base_url); }
 
 namespace {
 
@@ -139,7 +139,7 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
       }
     }
     bool ok = resp.status >= 200 && resp.status < 300;
-    bool retryable = resp.status == 0 || is_retryable_status(resp.status);
+    bool retryable = should_retry(resp.status, resp.headers);
     if (ok || !retryable || retry >= config_.max_retries) break;
     double delay = retry_delay_s(retry, resp.headers, std::time(nullptr), config_.backoff_base_s,
                                  config_.backoff_max_s, config_.retry_after_max_s, jitter01());
@@ -177,9 +177,12 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
     return result;
   }
   if (streamed.is_object() && streamed.contains("_stream_malformed")) {
-    result.error =
-        LlmError{ErrorKind::kMalformed,
-                 where + ": streamed reply: " + streamed["_stream_malformed"].dump(), resp.status};
+    result.error = LlmError{
+        ErrorKind::kMalformed,
+        where + ": streamed reply: " +
+            // The excerpt may cut a character or hold hostile bytes: replaced, not thrown.
+            streamed["_stream_malformed"].dump(-1, ' ', false, json::error_handler_t::replace),
+        resp.status};
     return result;
   }
   // Read bounded (nesting, number range) before anything copies, dumps or logs the body.

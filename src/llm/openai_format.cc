@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/json_reader.h"
+#include "llm/model_table.h"
 #include "llm/usage_check.h"
 
 namespace marathon::llm {
@@ -58,11 +59,15 @@ json OpenAiFormat::request_body(const ChatRequest& request) const {
       m.erase("refusal");
     }
   }
-  body[max_completion_tokens_ ? "max_completion_tokens" : "max_tokens"] = request.max_tokens;
-  if (request.reasoning_effort.empty()) {
-    body["temperature"] = request.temperature;
-  } else {
-    body["reasoning_effort"] = request.reasoning_effort;  // reasoning models take no temperature
+  // A reasoning model takes max_completion_tokens wherever it is reached (OpenAI answers 400 to
+  // max_tokens), and no sampling parameters; a model the table does not list gets what is asked.
+  const ModelInfo* info = find_model(request.model);
+  const bool completion_tokens =
+      max_completion_tokens_ || (info != nullptr && info->max_completion_tokens);
+  body[completion_tokens ? "max_completion_tokens" : "max_tokens"] = request.max_tokens;
+  if (request.temperature && takes_temperature(info)) body["temperature"] = *request.temperature;
+  if (!request.reasoning_effort.empty() && takes_reasoning_effort(info, request.reasoning_effort)) {
+    body["reasoning_effort"] = request.reasoning_effort;
   }
   if (request.tools.is_array() && !request.tools.empty()) {
     body["tools"] = request.tools;

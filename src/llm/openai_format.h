@@ -9,8 +9,9 @@ namespace marathon::llm {
 
 class OpenAiFormat : public WireFormat {
  public:
-  // OpenAI's own API wants `max_completion_tokens` (newer models reject `max_tokens`); most
-  // compatible servers only know `max_tokens`.
+  // OpenAI's own API wants `max_completion_tokens` (reasoning models reject `max_tokens`); most
+  // compatible servers only know `max_tokens`. A reasoning model of the model table gets
+  // `max_completion_tokens` either way.
   explicit OpenAiFormat(bool max_completion_tokens = false)
       : max_completion_tokens_(max_completion_tokens) {}
   std::string path() const override { return "/chat/completions"; }

@@ -4,30 +4,9 @@
 #include <cmath>
 #include <stdexcept>
 
-namespace marathon::llm {
+#include "llm/model_table.h"
 
-PriceTable::PriceTable() {
-  // List prices (USD per million tokens: input, output, cache reads). OpenAI bills cached prompt
-  // tokens (prompt_tokens_details.cached_tokens) at its cached-input rate and has no cache writes;
-  // Anthropic's cache reads and writes are at their own rates. Config overrides them.
-  prices_ = {
-      {"gpt-4o", {2.50, 10.00, 1.25}},
-      {"gpt-4o-mini", {0.15, 0.60, 0.075}},
-      {"gpt-4.1", {2.00, 8.00, 0.50}},
-      {"gpt-4.1-mini", {0.40, 1.60, 0.10}},
-      {"gpt-4.1-nano", {0.10, 0.40, 0.025}},
-      {"gpt-5", {1.25, 10.00, 0.125}},
-      {"gpt-5-mini", {0.25, 2.00, 0.025}},
-      {"gpt-5-nano", {0.05, 0.40, 0.005}},
-      {"o3", {2.00, 8.00, 0.50}},
-      {"o4-mini", {1.10, 4.40, 0.275}},
-      {"claude-opus-4", anthropic_cache_rates({15.00, 75.00})},
-      {"claude-sonnet-4", anthropic_cache_rates({3.00, 15.00})},
-      {"claude-3-7-sonnet", anthropic_cache_rates({3.00, 15.00})},
-      {"claude-3-5-haiku", anthropic_cache_rates({0.80, 4.00})},
-      {"claude-haiku-4", anthropic_cache_rates({1.00, 5.00})},
-  };
-}
+namespace marathon::llm {
 
 Price anthropic_cache_rates(Price p) {
   if (p.cache_read_per_mtok < 0) p.cache_read_per_mtok = 0.1 * p.input_per_mtok;
@@ -79,8 +58,11 @@ std::optional<Price> PriceTable::lookup(const std::string& model) const {
   };
   if (auto p = longest(model)) return p;
   auto slash = model.rfind('/');
-  if (slash != std::string::npos) return longest(model.substr(slash + 1));
-  return std::nullopt;
+  if (slash != std::string::npos) {
+    if (auto p = longest(model.substr(slash + 1))) return p;
+  }
+  const ModelInfo* info = find_model(model);
+  return info != nullptr ? info->price : std::nullopt;
 }
 
 double cost_usd(const Usage& usage, const Price& price) {

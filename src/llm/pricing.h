@@ -1,5 +1,6 @@
-// Prices in dollars per million tokens: a small built-in table by model-name prefix, which config
-// can extend or override. Unknown models (local servers) cost 0.
+// Prices in dollars per million tokens: the built-in prices of the model table (model_table.h:
+// exact name or dated snapshot, never a shorter prefix), under entries that config adds by
+// model-name prefix. A model neither prices has no price: its calls cost 0 and the runtime says so.
 #pragma once
 
 #include <map>
@@ -12,14 +13,14 @@ namespace marathon::llm {
 
 class PriceTable {
  public:
-  PriceTable();  // the built-in table
-  // Adds or replaces entries from {"MODEL_PREFIX": {"input": $/Mtok, "output": $/Mtok,
+  PriceTable() = default;  // the built-in prices alone
+  // Adds or replaces prefix entries from {"MODEL_PREFIX": {"input": $/Mtok, "output": $/Mtok,
   // "cache_read"?: $/Mtok, "cache_write"?: $/Mtok}, ...}. Throws std::invalid_argument naming the
   // key when an entry is not of that shape or a rate is negative.
   void merge(const json& table);
   void set(const std::string& model_prefix, Price price) { prices_[model_prefix] = price; }
-  // Longest matching prefix of `model` (or of the part after the last '/', for OpenRouter-style
-  // "vendor/model" names).
+  // The longest configured prefix of `model` (or of the part after the last '/', for
+  // OpenRouter-style "vendor/model" names), else the model table's price for it (find_model).
   std::optional<Price> lookup(const std::string& model) const;
 
  private:

@@ -52,10 +52,13 @@ struct ChatRequest {
   json messages = json::array();  // canonical form
   json tools = json::array();     // OpenAI tools array
   int max_tokens = 4096;
-  double temperature = 0.2;
+  // Sent only when set, and only to a model that takes sampling parameters (model_table.h): no
+  // default goes anywhere.
+  std::optional<double> temperature;
   // Server-sent events: the reply arrives as a stream and is assembled before it is returned.
   bool stream = false;
-  // OpenAI reasoning models: "minimal" | "low" | "medium" | "high" (empty: not sent).
+  // OpenAI reasoning models: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" (empty: not
+  // sent; a value the model table says the model does not take is not sent either).
   std::string reasoning_effort;
   // Anthropic extended thinking: the budget in tokens (0: off). Thinking blocks of the reply are
   // kept in the canonical message (`thinking_blocks`) and sent back as the API requires.
@@ -115,7 +118,7 @@ struct ProviderConfig {
   double backoff_max_s = 60.0;
   double retry_after_max_s = 300;       // a longer Retry-After is clamped to this
   std::optional<Price> price;           // this model's price, over any table
-  std::map<std::string, Price> prices;  // by model-name prefix, over the built-in table
+  std::map<std::string, Price> prices;  // by model-name prefix, over the model table's prices
   std::map<std::string, std::string> extra_headers;
   // How to wait between retries; tests inject a recorder. Default: sleep in short slices, ending
   // early when the request's `cancel` says so.

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -105,6 +106,21 @@ ProviderConfig provider_config_from_json(const json& t, const std::string& where
   return c;
 }
 
+bool same_base_url(const std::string& a, const std::string& b) {
+  auto norm = [](std::string u) {
+    while (!u.empty() && u.back() == '/') u.pop_back();
+    // Scheme and host are case-insensitive; the path is not.
+    const size_t scheme_end = u.find("://");
+    const size_t host_end =
+        scheme_end == std::string::npos ? std::string::npos : u.find('/', scheme_end + 3);
+    const size_t n = host_end == std::string::npos ? u.size() : host_end;
+    for (size_t i = 0; i < n; ++i)
+      u[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(u[i])));
+    return u;
+  };
+  return norm(a) == norm(b);
+}
+
 std::unique_ptr<Provider> make_provider(ProviderConfig config) {
   const ProviderInfo* info = find_provider(config.provider);
   if (!info) {
@@ -127,8 +143,12 @@ std::unique_ptr<Provider> make_provider(ProviderConfig config) {
     if (config.price) config.price = anthropic_cache_rates(*config.price);
     for (auto& [prefix, p] : config.prices) p = anthropic_cache_rates(p);
   } else {
-    format = std::make_unique<OpenAiFormat>(/*max_completion_tokens=*/info->name == "openai" &&
-                                            config.base_url == info->default_base_url);
+    // OpenAI's own API (its URL however spelled: a trailing slash, a scheme or host in capitals)
+    // takes max_completion_tokens for every model; reasoning models get it at any URL
+    // (OpenAiFormat::request_body).
+    format = std::make_unique<OpenAiFormat>(
+        /*max_completion_tokens=*/info->name == "openai" &&
+        same_base_url(config.base_url, info->default_base_url));
   }
   std::string name = info->name;
   return std::make_unique<HttpProvider>(name, std::move(config), std::move(format));

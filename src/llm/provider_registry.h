@@ -39,6 +39,10 @@ ModelSpec parse_model_spec(const std::string& spec);
 // Throws std::invalid_argument naming the key ("llm.timeout_s: expected a number").
 ProviderConfig provider_config_from_json(const json& table, const std::string& where = "llm");
 
+// Whether two base URLs name the same endpoint: trailing slashes dropped, scheme and host compared
+// without case.
+bool same_base_url(const std::string& a, const std::string& b);
+
 // Fills base_url / api_key_env defaults from the registry and builds the provider. Throws
 // std::invalid_argument for an unknown provider (listing the valid names) or an empty model.
 std::unique_ptr<Provider> make_provider(ProviderConfig config);

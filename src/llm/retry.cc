@@ -12,6 +12,14 @@ bool is_retryable_status(int status) {
          (status >= 500 && status <= 599);
 }
 
+bool should_retry(int status, const std::map<std::string, std::string>& headers) {
+  if (auto it = headers.find("x-should-retry"); it != headers.end()) {
+    if (it->second == "true") return true;
+    if (it->second == "false") return false;
+  }
+  return status == 0 || is_retryable_status(status);
+}
+
 namespace {
 
 std::optional<double> parse_number(const std::string& s) {

@@ -12,6 +12,11 @@ namespace marathon::llm {
 // 408, 409, 425, 429, 5xx (incl. Anthropic's 529 "overloaded"): the same request may succeed later.
 bool is_retryable_status(int status);
 
+// Whether an attempt that ended with `status` (0: no complete response) is worth another, as both
+// official SDKs decide it: the server's `x-should-retry: true` or `false` wins; otherwise a
+// transport failure and is_retryable_status are retried. Headers are keyed lower-case.
+bool should_retry(int status, const std::map<std::string, std::string>& headers);
+
 // Seconds the server asks us to wait, from `retry-after-ms` or `retry-after` (delta-seconds or an
 // HTTP-date, relative to `now`). Headers are keyed lower-case. nullopt when absent or unparsable.
 std::optional<double> retry_after_s(const std::map<std::string, std::string>& headers,

@@ -47,6 +47,9 @@ class WireFormat {
  public:
   virtual ~WireFormat() = default;
   virtual std::string path() const = 0;  // appended to the base URL, e.g. "/chat/completions"
+  // The URL a call goes to, from a base URL without a trailing slash: base_url + path() unless the
+  // format knows better.
+  virtual std::string endpoint(const std::string& base_url) const { return base_url + path(); }
   // Authentication and version headers; `api_key` may be empty (local servers).
   virtual std::map<std::string, std::string> headers(const std::string& api_key) const = 0;
   virtual json request_body(const ChatRequest& request) const = 0;

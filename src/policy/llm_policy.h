@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "llm/provider.h"
@@ -18,12 +19,12 @@ class LlmPolicy : public Policy {
     // The reply's token limit when nothing smaller is needed: each request asks for
     // min(max_tokens, what the window leaves after the prompt); see output_token_limit.
     int max_tokens = kDefaultMaxOutputTokens;
-    double temperature = 0.2;
-    int64_t context_window = 0;     // tokens; 0: unknown (max_tokens as is)
-    bool max_tokens_fixed = false;  // --max-output-tokens: max_tokens as given, never shrunk
-    bool stream = false;            // server-sent events
-    std::string reasoning_effort;   // OpenAI reasoning models ("" : not sent)
-    int64_t thinking_budget = 0;    // Anthropic extended thinking (0: off)
+    std::optional<double> temperature;  // --temperature; unset: none is sent
+    int64_t context_window = 0;         // tokens; 0: unknown (max_tokens as is)
+    bool max_tokens_fixed = false;      // --max-output-tokens: max_tokens as given, never shrunk
+    bool stream = false;                // server-sent events
+    std::string reasoning_effort;       // OpenAI reasoning models ("" : not sent)
+    int64_t thinking_budget = 0;        // Anthropic extended thinking (0: off)
   };
   LlmPolicy(std::unique_ptr<llm::Provider> provider, Options options);
   explicit LlmPolicy(std::unique_ptr<llm::Provider> provider)

@@ -8,6 +8,7 @@
 
 #include "context/context_config.h"
 #include "context/token_estimate.h"
+#include "llm/pricing.h"
 #include "llm/provider_registry.h"
 #include "policy/llm_policy.h"
 #include "policy/replay_policy.h"
@@ -61,6 +62,10 @@ std::unique_ptr<Policy> make_llm(const State& state) {
   if (prices.is_object() && prices.contains(spec) && prices[spec].is_object()) {
     pc.price = llm::Price{prices[spec].value("prompt", 0.0), prices[spec].value("completion", 0.0)};
   }
+  // --price-in / --price-out ({input, output} $/Mtok in the run's config): over every table.
+  if (c.contains("price") && c["price"].is_object()) {
+    pc.price = llm::price_from_json(c["price"], "price");
+  }
   LlmPolicy::Options options;
   options.context_window = context::ContextConfig::from_run_config(c).context_window;
   // --max-output-tokens: the reply's limit as given; otherwise sized from the window per request.
@@ -71,6 +76,9 @@ std::unique_ptr<Policy> make_llm(const State& state) {
   options.stream = c.value("stream", false);
   options.reasoning_effort = c.value("reasoning_effort", "");
   options.thinking_budget = c.value("thinking_budget", int64_t{0});
+  if (c.contains("temperature") && c["temperature"].is_number()) {
+    options.temperature = c["temperature"].get<double>();
+  }
   return std::make_unique<LlmPolicy>(llm::make_provider(pc), options);
 }
 
