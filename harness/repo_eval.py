@@ -20,6 +20,11 @@ but its scratch folder:
 Before each command the tree is put back to what step 1 built (files the previous command, which
 ran the candidate's code, changed or deleted are rewritten; files it added are left), so a
 candidate cannot rewrite a measuring script or the sources between the check and the metric.
+Every process a command starts dies with its step: this program is a child subreaper, so a
+process that left the command's session (setsid) or double-forked is still found below it, and
+after each command every process below it is killed before the next step starts (a daemon the
+check started cannot stop the metric's tool and change the files it reads). It is also
+non-dumpable: the candidate's processes (same uid) cannot open its /proc/PID/fd or mem.
 
 The commands run with `/bin/sh -c`, in the tree, with MARATHON_REPO_DIR (the clean snapshot),
 MARATHON_WORK_DIR (the tree) and the evaluator's own environment (MARATHON_TASK_DIR,
@@ -30,6 +35,7 @@ Standalone on purpose (the standard library only): `marathon init` copies this f
 task folders it writes, so a task keeps working when marathon moves.
 """
 
+import ctypes
 import json
 import math
 import os
@@ -41,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -52,6 +59,8 @@ except ModuleNotFoundError:  # Python < 3.11 with the backport installed
 SCHEMA_VERSION = 1
 TAIL_CHARS = 1500  # of a failed command's output, for the model
 SLACK = 0.92  # share of the evaluator's timeout_s the commands may use, the rest for reporting
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def result(correct, score=None, metrics=None, details=None, violations=None, log="", **extra):
@@ -227,9 +236,71 @@ class Deadline:
         return max(0.0, self.end - time.monotonic())
 
 
+def prctl(option, value):
+    """prctl(2) through libc; False where it is not available (not Linux)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def descendants():
+    """{pid: state} of every process below this one (found through /proc's parent links)."""
+    me = os.getpid()
+    parent, state = {}, {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split()  # the name before may hold anything
+        parent[int(name)] = int(fields[1])
+        state[int(name)] = fields[0].decode()
+    found, frontier = {}, {me}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier and p not in found}
+        found.update({p: state[p] for p in frontier})
+    return found
+
+
+def kill_descendants(limit_s=10.0):
+    """SIGKILLs every process below this one until none is left alive, and reaps them. As a
+    child subreaper this process inherits every orphan below it, so what left its session or
+    double-forked is found too. Call it only once the child whose status matters was waited for
+    (it reaps whatever it finds)."""
+    end = time.monotonic() + limit_s
+    while True:
+        alive = [p for p, st in descendants().items() if st != "Z"]
+        for p in alive:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if not alive:
+            return
+        if time.monotonic() > end:
+            raise RuntimeError(f"processes {alive} survived SIGKILL for {limit_s} s")
+        time.sleep(0.002)
+
+
 def run_command(command, cwd, env, deadline):
-    """(exit status or None on timeout, stdout, stderr, seconds). The command's whole process
-    group is killed at the deadline."""
+    """(exit status or None on timeout, stdout, stderr, seconds). When the command ends (or at the
+    deadline) every process below this one is killed, whatever session or group it moved to;
+    its output is what was written until then."""
     t0 = time.monotonic()
     proc = subprocess.Popen(
         ["/bin/sh", "-c", command],
@@ -240,20 +311,29 @@ def run_command(command, cwd, env, deadline):
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    chunks = {"out": [], "err": []}
+
+    def drain(stream, into):
+        for block in iter(lambda: stream.read1(65536), b""):
+            into.append(block)
+
+    readers = [
+        threading.Thread(target=drain, args=(proc.stdout, chunks["out"]), daemon=True),
+        threading.Thread(target=drain, args=(proc.stderr, chunks["err"]), daemon=True),
+    ]
+    for r in readers:
+        r.start()
     try:
-        out, err = proc.communicate(timeout=max(deadline.left(), 0.1))
-        code = proc.returncode
+        code = proc.wait(timeout=max(deadline.left(), 0.1))
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
         code = None
-    finally:
-        try:  # what the command left running in the background
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    decode = lambda b: b.decode("utf-8", errors="replace")  # noqa: E731
-    return code, decode(out), decode(err), time.monotonic() - t0
+    kill_descendants()  # the command itself on a timeout, and whatever it left running
+    for r in readers:
+        r.join()  # every writer is dead: both pipes are at their end
+    proc.stdout.close()
+    proc.stderr.close()
+    decode = lambda b: b"".join(b).decode("utf-8", errors="replace")  # noqa: E731
+    return code, decode(chunks["out"]), decode(chunks["err"]), time.monotonic() - t0
 
 
 def last_number(stdout):
@@ -393,6 +473,10 @@ def evaluate(task_dir, candidate_dir, spec, scratch):
 
 
 def main():
+    # Before any command runs: orphans below this process are reparented to it (kill_descendants
+    # finds them), and its /proc/PID/fd and mem are closed to the commands' processes.
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    prctl(PR_SET_DUMPABLE, 0)
     task_dir = Path(os.environ.get("MARATHON_TASK_DIR") or os.getcwd()).resolve()
     with open(task_dir / "task.toml", "rb") as f:
         spec = tomllib.load(f)
@@ -402,9 +486,14 @@ def main():
     try:
         out = evaluate(task_dir, candidate_dir, spec, scratch)
     finally:
+        kill_descendants()
         shutil.rmtree(scratch, ignore_errors=True)
     out["python"] = sys.executable
-    print(json.dumps(out))
+    # The newline first ends any line a candidate process wrote to the same stream (through the
+    # sandbox's PID 1, which holds it) before it was killed: the result is a line of its own, and
+    # the last.
+    sys.stdout.write("\n" + json.dumps(out) + "\n")
+    sys.stdout.flush()
     return 0
 
 
