@@ -249,9 +249,12 @@ class Child:
         self.phase("done")
 
     def profile_mode(self):
-        """One call of one shape inside a CUDA profiler range (Nsight Compute attaches to it)."""
+        """The candidate and the task's baseline, one call each of one shape (default: the headline),
+        on fresh inputs, inside one CUDA profiler range that Nsight Compute attaches to:
+        candidate, the marker kernel (ncu_report.MARKER), baseline. Without ncu, torch.profiler's
+        kernel times of each instead. The compiler's facts of the candidate's kernels either way."""
         torch = self.torch
-        from . import ceilings
+        from . import ceilings, compile_facts
 
         self.phase("profile")
         if not self.gpu:
@@ -263,27 +266,60 @@ class Child:
         if not pick:
             self.stop("candidate_error", f"no shape named {want!r}; shapes: {[s['name'] for s in shapes]}")
         shape = pick[0]
+        self.res["shape"] = shape["name"]
+        self.res["headline"] = bool(shape.get("headline"))
         self.poisoning = False
         torch.use_deterministic_algorithms(False)
         ceil = ceilings.get()
         self.res["ceilings"] = {k: ceil[k] for k in ("copy_TBps", "bf16_TFLOPs")}
+        self.res["floor"] = fl = ref.floor(shape)
+        self.res["flops"] = fl["flops"]
+        self.res["floor_ms"] = ceilings.floor_ms(fl, ceil)
+        props = torch.cuda.get_device_properties(0)
+        self.res["sms"] = props.multi_processor_count
         inp = ref.make_inputs(shape, int(self.req["seed"]), self.device)
+        # The candidate's warm-up calls (compile, autotune) keep their compiled kernels.
+        self.recorder.keep_compiled = True
         for _ in range(2):
             self.call_candidate(inp, shape["name"])
         torch.cuda.synchronize()
+        self.recorder.keep_compiled = False
+        self.res["compiled"] = compile_facts.facts(self.recorder.compiled)
+        self.recorder.compiled = []
+        # The baseline the score is against: the first of SCORE_AGAINST valid for these inputs.
+        base = bname = None
+        try:
+            baselines = ref.baselines(self.guard.trusted_import)
+            names = tuple(getattr(ref, "SCORE_AGAINST", tuple(baselines)[:1]))
+            bname = next((b for b in names if b in baselines and ref.baseline_valid(b, inp)), None)
+            if bname is not None:
+                base = baselines[bname]
+                for _ in range(2):
+                    ref.call(base, inp)
+                torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a missing baseline library is reported
+            self.log(f"baseline unavailable: {type(e).__name__}: {str(e)[:200]}")
+            base = bname = None
+        finally:
+            self.guard.hide()  # the baseline's lazy imports must not stay visible to the candidate
+        self.res["baseline"] = bname
         if self.req.get("ncu", True):
             torch.cuda.profiler.start()
             self.call_candidate(inp, shape["name"])
             torch.cuda.synchronize()
+            torch.cuda._sleep(1000)  # the marker between the candidate's kernels and the baseline's
+            torch.cuda.synchronize()
+            if base is not None:
+                ref.call(base, inp)
+                torch.cuda.synchronize()
             torch.cuda.profiler.stop()
         else:
             _, kernels, _ = self.profiled(lambda: self.call_candidate(inp, shape["name"]))
-            agg = {}
-            for k in kernels[1:]:
-                agg[k.name] = agg.get(k.name, 0.0) + k.dur_us
-            self.res["kernel_lines"] = [f"{n[:60]}: {t:.1f} us" for n, t in sorted(agg.items(), key=lambda x: -x[1])]
-        self.res["shape"] = shape["name"]
-        self.res["flops"] = ref.floor(shape)["flops"]
+            self.res["kernel_times"] = {"candidate": _kernel_times(kernels[1:])}
+            if base is not None:
+                _, bk, _ = self.profiled(lambda: ref.call(base, inp))
+                self.res["kernel_times"]["baseline"] = _kernel_times(bk[1:])
+        self.guard.hide()
         self.res["status"] = "ok"
         self.phase("done")
 
@@ -436,6 +472,16 @@ class Child:
         if speedups and len(speedups) == sum(1 for s in shapes if s.get("timed")):
             self.res["speedup_geomean"] = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
         self.res["timing"] = "CUDA events over CUDA-graph replay, L2 flushed, inputs rotated, median"
+
+
+def _kernel_times(kernels) -> list:
+    """[name, total us, launches] per kernel name, longest first (torch.profiler's kernels)."""
+    agg: dict = {}
+    for k in kernels:
+        t = agg.setdefault(k.name, [k.name, 0.0, 0])
+        t[1] += k.dur_us
+        t[2] += 1
+    return sorted(agg.values(), key=lambda t: -t[1])
 
 
 def _clean(x):

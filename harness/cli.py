@@ -1,7 +1,7 @@
 """The kernel tasks' evaluator command.
 
     python -m harness eval    [--task-dir DIR] [--candidate DIR] [--seed N] [--quick] [--no-timing] [--cpu]
-    python -m harness profile [--task-dir DIR] [--candidate DIR] [--shape NAME]
+    python -m harness profile [--task-dir DIR] [--candidate DIR] [--shape NAME] [--text]
     python -m harness check   [--task-dir DIR] [--candidate DIR]      (static rules only)
     python -m harness ceilings                                         (measured GPU ceilings)
 
@@ -45,6 +45,7 @@ def main(argv=None) -> int:
             s.add_argument("--no-static", action="store_true", help=argparse.SUPPRESS)  # tests of run-time guards
         if name == "profile":
             s.add_argument("--shape", default=None, help="shape name (default: the task's headline shape)")
+            s.add_argument("--text", action="store_true", help="print the whole report as text, not JSON")
     sub.add_parser("ceilings")
     args = p.parse_args(argv)
     cmd = args.cmd or "eval"
@@ -83,7 +84,11 @@ def main(argv=None) -> int:
     if cmd == "profile":
         from .profile import profile
 
-        print(json.dumps(profile(task, cand, shape=args.shape)))
+        prof = profile(task, cand, shape=args.shape)
+        if args.text:
+            print(prof.get("report") or prof.get("log", ""))
+        else:
+            print(json.dumps(prof))
         return 0
 
     if os.environ.get("MARATHON_PROFILE") == "1":
@@ -121,5 +126,6 @@ def profile_as_result(prof: dict) -> dict:
         task=prof.get("task"),
         profile=prof.get("lines", []),
         profile_ok=bool(prof.get("ok")),
+        profile_report=prof.get("report"),
         log="profile (not an evaluation): " + prof.get("log", ""),
     ).to_dict()

@@ -14,6 +14,8 @@ class LaunchRecorder:
     def __init__(self):
         self.active = False
         self.launches: list[TritonLaunch] = []
+        self.keep_compiled = False  # profile mode: keep each launch's compiled kernel too
+        self.compiled: list = []
 
     def start(self):
         self.launches = []
@@ -36,7 +38,10 @@ class LaunchRecorder:
                 rec.launches.append(
                     TritonLaunch(getattr(fn, "__name__", "?"), getattr(code, "co_filename", "?") if code else "?")
                 )
-            return orig(self_, *args, **kwargs)
+            out = orig(self_, *args, **kwargs)
+            if rec.keep_compiled and out is not None and hasattr(out, "metadata"):
+                rec.compiled.append(out)  # a CompiledKernel: its metadata gives the compile facts
+            return out
 
         run._marathon_recorder = True
         cls.run = run

@@ -40,6 +40,7 @@ class EvalResult:
     ceilings: dict | None = None
     profile: list[str] | None = None
     profile_ok: bool | None = None
+    profile_report: str | None = None
     python: str | None = None
 
     @classmethod
