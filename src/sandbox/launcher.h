@@ -1,12 +1,17 @@
 // The one way marathon starts a process that runs the model's commands or a candidate's code:
 // bubblewrap exec'd with an environment built from scratch (bwrap itself never sees the runner's
 // variables), in its own PID namespace so that every descendant (setsid ones too) dies with it,
-// with no network, a read-only system, only the folders the profile names writable, output
-// captured head and tail, and a timeout that kills the whole tree. docs/security.md.
+// with no network, a read-only system (what only root could read of it masked), only the folders
+// the profile names writable, sized scratch tmpfs, a memory limit on the whole tree, output
+// captured head and tail, and a timeout that kills the whole tree. Between the runner and bwrap a
+// supervisor process (a child subreaper) kills whatever bwrap leaves when the runner dies, even
+// while bwrap is still building the sandbox. docs/security.md.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,7 +57,12 @@ struct LaunchSpec {
   size_t out_head = 1 << 20, out_tail = 0;  // stdout kept: its first and last bytes
   size_t err_head = 32 << 10, err_tail = 32 << 10;
   bool merge_stderr = false;  // stderr into the stdout capture, interleaved (`run`)
-  double drain_s = 1.0;       // after the exit, how long to wait for output still buffered
+  // Per-step limits in MiB (0: none); unset: MARATHON_SANDBOX_MEMORY_MIB / _TMPFS_MIB, else a
+  // fraction of the machine's memory (sandbox/limits.h). Memory: the whole tree's; tmpfs: each of
+  // /tmp, /dev/shm and the evaluate profile's scratch HOME (sandboxed only).
+  std::optional<uint64_t> memory_mib;
+  std::optional<uint64_t> tmpfs_mib;
+  double drain_s = 1.0;  // after the exit, how long to wait for output still buffered
   std::string bwrap = "bwrap";
 };
 
@@ -67,6 +77,10 @@ struct LaunchResult {
   size_t out_bytes = 0, err_bytes = 0;  // everything written
   bool out_truncated = false, err_truncated = false;
   double elapsed_s = 0;
+  // A per-step limit the step hit, also appended to the captured stderr (stdout when merged):
+  // "killed: the step used more than N MiB of memory" (the tree was killed: signal SIGKILL), or,
+  // for a step that failed, "scratch disk full (limit N MiB): DIR".
+  std::string limit_error;
 };
 
 // Never throws for anything the command does; a failure to start is setup_error.
