@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/installation.h"
 #include "core/eval_result.h"
+#include "core/terminal_text.h"
 #include "eval/evaluator.h"
 #include "eval/result_cache.h"
 #include "goal/limits.h"
@@ -35,8 +36,9 @@ std::string human(const TaskSpec& task, const fs::path& cand, const std::string&
                   const eval::EvalOutcome& o) {
   const EvalResult r = read_eval_result(o.result);
   std::string out;
+  // Values hold the evaluator's and the candidate's bytes.
   auto line = [&](const std::string& k, const std::string& v) {
-    out += fmt::format("{:<11} {}\n", k, v);
+    out += fmt::format("{:<11} {}\n", k, terminal_safe(v));
   };
   std::string goal = fmt::format("{} ({})", task.goal.metric, to_string(task.goal.direction));
   if (task.goal.target) goal += fmt::format(", target {:.6g}", *task.goal.target);

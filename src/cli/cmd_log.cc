@@ -16,6 +16,7 @@
 #include "core/events.h"
 #include "core/log_export.h"
 #include "core/run_dir.h"
+#include "core/terminal_text.h"
 
 namespace marathon::cli {
 namespace {
@@ -56,7 +57,7 @@ std::string human_line(const Event& e) {
   std::string payload = payload_preview(e, 160);
   // HH:MM:SS.mmm of the RFC 3339 time.
   std::string t = format_rfc3339_us(e.recorded_at_us).substr(11, 12);
-  return fmt::format("{:>7}  {}  {:<22} {}", e.seq, t, e.type, payload);
+  return terminal_safe(fmt::format("{:>7}  {}  {:<22} {}", e.seq, t, e.type, payload));
 }
 
 std::unique_ptr<EventStore> open_log(const std::string& run_dir) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/terminal_text.h"
 #include "serve/run_views.h"
 
 namespace marathon::cli {
@@ -52,15 +53,15 @@ int do_runs(const RunsOptions& o) {
     return 0;
   }
   if (rows.empty()) {
-    std::printf("no runs in %s\n", o.dir.c_str());
+    std::printf("no runs in %s\n", terminal_safe(o.dir).c_str());
     return 0;
   }
   std::printf("%-28s %-12s %-9s %-17s %5s %-16s %-10s %-9s %s\n", "RUN", "TASK", "STATE",
               "BEST / TARGET", "EVALS", "TOOL CALLS", "WALL", "COST", "LAST EVENT");
   for (const json& r : rows) {
     if (r.contains("error")) {
-      std::printf("%-28s %-12s %-9s %s\n", r.value("id", "").c_str(), "", "unreadable",
-                  r.value("error", "").c_str());
+      std::printf("%-28s %-12s %-9s %s\n", terminal_safe(r.value("id", "")).c_str(), "",
+                  "unreadable", terminal_safe(r.value("error", "")).c_str());
       continue;
     }
     const json& b = r["budget"];
@@ -72,11 +73,13 @@ int do_runs(const RunsOptions& o) {
         b.value("replayed", false)
             ? fmt::format("${:.2f} (replay)", b["spent_by_this_run"].value("cost_usd", 0.0))
             : used_of(b["cost_usd"], "${:.2f}");
-    std::printf("%-28s %-12s %-9s %-17s %5lld %-16s %-10s %-9s %s\n", r.value("id", "").c_str(),
-                r.value("task", "").c_str(), r.value("phase", "").c_str(), best.c_str(),
-                static_cast<long long>(r.value("evaluations", int64_t{0})),
-                used_of(b["tool_calls"], "{:.0f}").c_str(),
-                age(b["wall_s"].value("used", 0.0)).c_str(), cost.c_str(), last.c_str());
+    std::printf(
+        "%-28s %-12s %-9s %-17s %5lld %-16s %-10s %-9s %s\n",
+        terminal_safe(r.value("id", "")).c_str(), terminal_safe(r.value("task", "")).c_str(),
+        terminal_safe(r.value("phase", "")).c_str(), best.c_str(),
+        static_cast<long long>(r.value("evaluations", int64_t{0})),
+        used_of(b["tool_calls"], "{:.0f}").c_str(), age(b["wall_s"].value("used", 0.0)).c_str(),
+        cost.c_str(), terminal_safe(last).c_str());
   }
   return 0;
 }

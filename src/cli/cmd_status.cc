@@ -10,6 +10,7 @@
 #include "core/event_store.h"
 #include "core/load_state.h"
 #include "core/run_dir.h"
+#include "core/terminal_text.h"
 #include "eval/executor_usage.h"
 #include "loop/branches.h"
 
@@ -185,7 +186,7 @@ int run_status(const StatusOptions& o) {
       j.update(json_scale_out(x));
       std::cout << j.dump(2) << "\n";
     } else {
-      std::cout << human(s) << human_scale_out(x);
+      std::cout << terminal_safe_lines(human(s) + human_scale_out(x));
     }
     return 0;
   } catch (const StoreError& e) {

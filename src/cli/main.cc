@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/installation.h"
+#include "core/terminal_text.h"
 
 namespace marathon::cli {
 int exit_code = 0;
@@ -16,7 +17,8 @@ int exit_code = 0;
 int main(int argc, char** argv) {
   auto logger = spdlog::stderr_color_mt("marathon");
   spdlog::set_default_logger(logger);
-  spdlog::set_pattern("%^%l%$ %v");
+  // Messages quote the model, candidates and requests: written through terminal_safe().
+  marathon::use_terminal_safe_log_format("%^%l%$ %v");
   if (const char* level = std::getenv("MARATHON_LOG")) {
     spdlog::set_level(spdlog::level::from_str(level));
   }

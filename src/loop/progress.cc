@@ -6,6 +6,7 @@
 
 #include "core/eval_result.h"
 #include "core/events.h"
+#include "core/terminal_text.h"
 
 namespace marathon {
 
@@ -19,11 +20,17 @@ std::string score_text(const State& s) {
                      short_hash(s.best_candidate));
 }
 
+// A preview of model or candidate text: at most `max` bytes (cut between characters), its line
+// breaks as spaces. Escaped with the rest of its line (progress_line, run_summary).
 std::string one_line(std::string text, size_t max) {
   for (char& c : text) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  if (text.size() > max) text = text.substr(0, max) + "...";
+  if (text.size() > max) {
+    size_t cut = max;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    text = text.substr(0, cut) + "...";
+  }
   return text;
 }
 
@@ -86,7 +93,7 @@ std::string progress_line(const Event& e, const State& s, bool with_tool_calls) 
     auto p = payload_of<RunFinished>(e);
     line = fmt::format("           {}: {} {}", e.type, p.reason, one_line(p.summary, 100));
   }
-  return line;
+  return terminal_safe(line);  // tool names, outputs, summaries: the model's and candidates' bytes
 }
 
 void TerminalProgress::on_event(const Event& e, const State& s) {
@@ -102,7 +109,7 @@ std::string action_after(const Event& e) {
   if (is<ModelRequest>(e)) return "waiting for the model";
   if (is<ToolStarted>(e)) {
     const std::string name = payload_of<ToolStarted>(e).name;
-    return "running " + (name.empty() ? std::string("a tool") : name);
+    return "running " + (name.empty() ? std::string("a tool") : terminal_safe(name));
   }
   if (is<ToolFinished>(e) || is<ModelResponse>(e)) return "thinking";
   if (is<RunPaused>(e)) return "paused";
@@ -160,8 +167,8 @@ void StatusLineProgress::draw_locked() {
   if (!have_state_) return;
   double since =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - at_last_event_).count();
-  std::string text =
-      status_text(figures_, figures_.wall_s + (figures_.stopped ? 0 : since), action_);
+  std::string text = terminal_safe(
+      status_text(figures_, figures_.wall_s + (figures_.stopped ? 0 : since), action_));
   // One screen line: a wrapped line could not be redrawn in place.
   winsize ws{};
   size_t width = ::ioctl(fileno(out_), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1 : 99;
@@ -199,7 +206,7 @@ std::string run_summary(const State& s, const RunReport& report, const std::stri
   if (report.outcome != RunOutcome::kFinished) {
     out += fmt::format("  carry on with: marathon resume {}\n", run_dir);
   }
-  return out;
+  return terminal_safe_lines(out);
 }
 
 }  // namespace marathon
