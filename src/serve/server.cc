@@ -13,6 +13,7 @@
 #include "core/json_reader.h"
 #include "core/utf8.h"
 #include "serve/assets.h"
+#include "serve/bounded_server.h"
 #include "serve/page.h"
 #include "serve/report.h"
 #include "serve/run_json.h"
@@ -129,7 +130,10 @@ std::string sse(const char* event, int64_t id, const json& data) {
 Dashboard::Dashboard(ServeOptions options)
     : options_(std::move(options)),
       views_(RunCatalog(options_.runs_dir)),
-      server_(std::make_unique<httplib::Server>()) {
+      // Chunked bodies, headers and the request's time bounded too (bounded_server.h); the body
+      // limit leaves room for chunk framing, the Content-Length limit below is exact.
+      server_(make_bounded_server(
+          {.max_body_bytes = options_.max_body_bytes + 16 * 1024})) {
   access_.loopback = is_loopback_address(options_.bind);
   access_.token = options_.token;
   if (!access_.loopback && access_.token.empty()) access_.token = generate_token();
