@@ -1,7 +1,8 @@
 // The committed files of a repository, copied out for a task (`marathon init`): `git archive` of
 // HEAD, so uncommitted changes, untracked and ignored files never enter a task. git and tar run
-// as host tools (sandbox/launcher.h, Profile::kHostTool): the repository is the user's, not the
-// model's.
+// as host tools (sandbox/launcher.h, Profile::kHostTool), built by host_git.h: nothing the
+// repository configures (fsmonitor, hooks, filter drivers, pager, ...) runs, since a repository
+// may come whole from someone else.
 #pragma once
 
 #include <cstdint>
