@@ -13,7 +13,7 @@ export MARATHON_PYTHON := $(PY)
 FUZZ_SECONDS ?= 10
 export FUZZ_SECONDS
 
-.PHONY: deps build install run test test-cpp test-python test-fuzz build-fuzz format lint bench clean test-real-model
+.PHONY: deps build build-marathon install run test test-cpp test-python test-fuzz build-fuzz format lint bench clean test-real-model
 
 deps:
 	@bash scripts/install-deps
@@ -22,15 +22,20 @@ build: deps
 	cmake --preset $(PRESET)
 	cmake --build --preset $(PRESET) -j$$(nproc)
 
+# Only the marathon binary (what `make run` and `make install` need), not the test binaries.
+build-marathon: deps
+	cmake --preset $(PRESET)
+	cmake --build --preset $(PRESET) -j$$(nproc) --target marathon
+
 # marathon as a tool: PREFIX/bin/marathon, its harness, bundled tasks and docs, and the venv above
 # recorded for it (docs/operations.md, "Install").
 PREFIX ?= /usr/local
-install: build
-	cmake --install build --prefix $(PREFIX)
+install: build-marathon
+	cmake --install build --prefix $(PREFIX) --strip
 
 # The main job: an optimisation run on the CPU task. With no model configured (MARATHON_MODEL unset)
 # and no GPU, the policy is the built-in search; set MARATHON_MODEL=openai:gpt-4o (and the key) for an LLM.
-run: build
+run: build-marathon
 	./build/marathon run tasks/cpu-matmul --run-dir $(RUN_DIR) $(if $(MARATHON_MODEL),--policy llm --model $(MARATHON_MODEL),--policy search) --max-tool-calls $${MAX_TOOL_CALLS:-40}
 
 test: build

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "control/compact_verb.h"
 
 namespace marathon::cli {
@@ -36,7 +37,9 @@ void register_compact(CLI::App& app) {
   auto now = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand(
       "compact", "Ask for a context compaction (served by the runner at its next step)");
-  sub->add_option("RUN_DIR", *run_dir, "Run directory")->required();
+  sub->add_option("RUN_DIR", *run_dir, "Run directory")
+      ->required()
+      ->check(existing_run_dir_check());
   sub->add_flag("--now", *now,
                 "Compact a stopped run at once with a structural summary (no model call)");
   sub->callback([run_dir, now] { exit_code = do_compact(*run_dir, *now); });

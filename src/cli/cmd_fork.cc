@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "core/event_store.h"
 #include "core/fork.h"
 #include "core/run_lock.h"
@@ -46,7 +47,9 @@ int run_fork(const ForkOptions& o) {
 void register_fork(CLI::App& app) {
   auto o = std::make_shared<ForkOptions>();
   auto* cmd = app.add_subcommand("fork", "Start a new run from the log of another, up to a seq");
-  cmd->add_option("RUN_DIR", o->run_dir, "The run to fork from")->required();
+  cmd->add_option("RUN_DIR", o->run_dir, "The run to fork from")
+      ->required()
+      ->check(existing_run_dir_check());
   cmd->add_option("--at", o->at, "Last seq of the old log to keep")->required();
   cmd->add_option("--run-dir", o->new_dir, "Directory of the new run (must not exist or be empty)")
       ->required();

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "control/goal_verb.h"
 
 namespace marathon::cli {
@@ -30,6 +31,23 @@ int do_goal(control::GoalVerb verb, const std::string& run_dir, const std::strin
   return 0;
 }
 
+const char* goal_verb_help(control::GoalVerb verb) {
+  switch (verb) {
+    case control::GoalVerb::kSet:
+      return "Give the run a new objective (TEXT) and make the goal active again; the runner "
+             "reads it at its next step";
+    case control::GoalVerb::kEdit:
+      return "Replace the objective with TEXT, keeping the goal's status (active, paused)";
+    case control::GoalVerb::kPause:
+      return "Pause the goal: the run stops at its next step (TEXT: why, recorded)";
+    case control::GoalVerb::kResume:
+      return "Make a paused goal active again (then `marathon resume RUN_DIR` carries on)";
+    case control::GoalVerb::kClear:
+      return "Clear the goal: the run finishes at its next step (goal_cleared)";
+  }
+  return "";
+}
+
 }  // namespace
 
 void register_goal(CLI::App& app) {
@@ -39,8 +57,10 @@ void register_goal(CLI::App& app) {
     auto run_dir = std::make_shared<std::string>();
     auto text = std::make_shared<std::string>();
     const char* name = control::to_string(verb);
-    CLI::App* sub = goal->add_subcommand(name, fmt::format("goal {}", name));
-    sub->add_option("RUN_DIR", *run_dir, "Run directory")->required();
+    CLI::App* sub = goal->add_subcommand(name, goal_verb_help(verb));
+    sub->add_option("RUN_DIR", *run_dir, "Run directory")
+        ->required()
+        ->check(existing_run_dir_check());
     sub->add_option("TEXT", *text, "Objective (set, edit) or a note (pause, resume, clear)");
     sub->callback([verb, run_dir, text] { exit_code = do_goal(verb, *run_dir, *text); });
   }

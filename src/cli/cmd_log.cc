@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "core/event_store.h"
 #include "core/events.h"
 #include "core/log_export.h"
@@ -139,7 +140,8 @@ int run_export(const ExportOptions& o) {
 void register_log(CLI::App& app) {
   auto o = std::make_shared<LogOptions>();
   auto* cmd = app.add_subcommand("log", "Print a run's events (add --follow to watch a live run)");
-  cmd->add_option("RUN_DIR", o->run_dir, "The run directory (holds events.db)");
+  cmd->add_option("RUN_DIR", o->run_dir, "The run directory (holds events.db)")
+      ->check(existing_run_dir_check());
   cmd->add_flag("--follow,-f", o->follow, "Keep printing new events until run.finished or Ctrl-C");
   cmd->add_flag("--json", o->json, "One JSON object per line");
   cmd->add_option("--from", o->from, "First seq to print")->check(CLI::PositiveNumber);
@@ -148,9 +150,15 @@ void register_log(CLI::App& app) {
 
   auto e = std::make_shared<ExportOptions>();
   auto* exp = cmd->add_subcommand("export", "Write a run's whole log to a file");
-  exp->add_option("RUN_DIR", e->run_dir, "The run directory")->required();
+  exp->add_option("RUN_DIR", e->run_dir, "The run directory")
+      ->required()
+      ->check(existing_run_dir_check());
   exp->add_option("-o,--output", e->out, "Output file ('-' for stdout)")->required();
-  exp->add_option("--format", e->format, "jsonl (our envelope) or msp (the msp record envelope)")
+  exp->add_option(
+         "--format", e->format,
+         "jsonl (one event per line as `log --json` prints it) or msp (one record per line in the "
+         "envelope the control protocol serves: schema_version, id, stream, sequence, "
+         "recorded_at, record_type, payload_type, payload; docs/protocol.md)")
       ->check(CLI::IsMember({"jsonl", "msp"}));
   exp->callback([e] { exit_code = run_export(*e); });
 

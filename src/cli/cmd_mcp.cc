@@ -36,6 +36,13 @@ void register_mcp(CLI::App& app) {
                   "Run directory: a new one is created, an existing run of the task carried on "
                   "(default runs/<task>-mcp-<time>)");
   sub->add_flag("--unsafe-no-sandbox", a->unsafe_no_sandbox, kUnsafeNoSandboxHelp);
+  sub->footer(
+      "Examples:\n"
+      "  marathon mcp --task tasks/cpu-matmul --run-dir runs/mm-agent\n"
+      "  claude mcp add marathon -- marathon mcp --task /abs/tasks/cpu-matmul --run-dir "
+      "/abs/runs/mm\n"
+      "stdout carries only the protocol; logs go to stderr. The same command on the same "
+      "--run-dir carries a paused MCP run on (not `marathon resume`). docs/mcp.md");
   sub->callback([a] { exit_code = do_mcp(*a); });
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "core/fold.h"
 #include "core/run_lock.h"
 #include "loop/drive.h"
@@ -76,7 +77,7 @@ void register_replay(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "replay",
       "Re-drive a logged run into a new run with zero model calls; check the final state");
-  cmd->add_option("RUN_DIR", *from, "The logged run")->required();
+  cmd->add_option("RUN_DIR", *from, "The logged run")->required()->check(existing_run_dir_check());
   cmd->add_option("--run-dir", *to, "The new run's directory")->required();
   cmd->add_flag("--quiet", *quiet, "No live progress, only the summary");
   cmd->callback([from, to, quiet] { exit_code = do_replay(*from, *to, *quiet); });

@@ -1,10 +1,13 @@
-// marathon report RUN_DIR -o report.html: the run's self-contained report (serve/report.h).
+// marathon report RUN_DIR [-o FILE]: the run's self-contained report (serve/report.h), by default
+// RUN_DIR/report.html.
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "core/event_store.h"
 #include "serve/report.h"
 
@@ -16,7 +19,8 @@ struct ReportOptions {
   std::string out;
 };
 
-int do_report(const ReportOptions& o) {
+int do_report(ReportOptions o) {
+  if (o.out.empty()) o.out = (std::filesystem::path(o.run_dir) / "report.html").string();
   std::string html;
   try {
     html = serve::render_report(o.run_dir);
@@ -41,8 +45,10 @@ int do_report(const ReportOptions& o) {
 void register_report(CLI::App& app) {
   auto o = std::make_shared<ReportOptions>();
   auto* cmd = app.add_subcommand("report", "Write a run's self-contained HTML report");
-  cmd->add_option("RUN_DIR", o->run_dir, "The run directory (holds events.db)")->required();
-  cmd->add_option("-o,--output", o->out, "The HTML file to write")->required();
+  cmd->add_option("RUN_DIR", o->run_dir, "The run directory (holds events.db)")
+      ->required()
+      ->check(existing_run_dir_check());
+  cmd->add_option("-o,--output", o->out, "The HTML file to write (default: RUN_DIR/report.html)");
   cmd->callback([o] { exit_code = do_report(*o); });
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -14,16 +15,21 @@
 
 #include "cli/commands.h"
 #include "cli/installation.h"
+#include "cli/usage.h"
 #include "context/prompt_texts.h"
 #include "core/event_store.h"
 #include "core/events.h"
 #include "core/fold.h"
+#include "core/load_state.h"
 #include "core/run_dir.h"
 #include "core/run_lock.h"
 #include "eval/executor.h"
 #include "goal/limits.h"
 #include "goal/task_spec.h"
+#include "llm/http_client.h"
+#include "llm/model_table.h"
 #include "llm/pricing.h"
+#include "llm/provider_registry.h"
 #include "loop/branches.h"
 #include "loop/drive.h"
 #include "loop/replay.h"
@@ -56,10 +62,15 @@ struct RunArgs {
   std::optional<int64_t> max_output_tokens;
   std::string reasoning_effort;
   std::optional<int64_t> thinking_budget;
+  std::optional<double> temperature;
+  std::optional<double> price_in;   // USD per million prompt tokens
+  std::optional<double> price_out;  // USD per million completion tokens
   bool stream = false;
   int goal_auto_pause = 5;
   bool quiet = false;
   bool unsafe_no_sandbox = false;
+  bool allow_no_key = false;
+  bool json = false;     // the summary as one JSON object on stdout, nothing else there
   std::string executor;  // local | ray://HOST:PORT
   int gpus = 0;
   int slots = 0;
@@ -111,21 +122,101 @@ std::string default_run_dir(const std::string& task_name) {
   return fmt::format("runs/{}-{}", task_name, buf);
 }
 
-// A cost budget is only as good as the model's price: "" when `model` (PROVIDER:MODEL) has one
-// (the task's [prices] or the built-in table), else the warning that says the budget cannot stop
-// the run.
-std::string unpriced_model_warning(const TaskSpec& task, const std::string& model,
-                                   double max_cost) {
-  if (task.prices.is_object() && task.prices.contains(model)) return "";
-  const std::string name =
-      model.substr(model.find(':') == std::string::npos ? 0 : model.find(':') + 1);
-  if (llm::PriceTable().lookup(name)) return "";
-  return fmt::format(
-      "--max-cost {:.6g}: model {} has no price (not in the built-in table, nor in the task's "
-      "[prices]), so its calls count as $0 and the cost budget can never stop this run; add "
-      "[prices] \"{}\" = {{ prompt = USD/Mtok, completion = USD/Mtok }} to task.toml, or use "
-      "--max-tokens",
-      max_cost, model, model);
+// The model's name without its PROVIDER: part.
+std::string model_name(const std::string& model) {
+  return model.substr(model.find(':') == std::string::npos ? 0 : model.find(':') + 1);
+}
+
+// Whether `model` (PROVIDER:MODEL) has a price: --price-in/--price-out, the task's [prices], or the
+// model table (exact name or dated snapshot; nothing is guessed for a model it does not list).
+bool model_has_price(const RunArgs& a, const TaskSpec& task, const std::string& model) {
+  if (a.price_in && a.price_out) return true;
+  if (task.prices.is_object() && task.prices.contains(model)) return true;
+  return llm::PriceTable().lookup(model_name(model)).has_value();
+}
+
+// What is wrong or worth saying at the start of an llm run about the model's price and the
+// parameters asked for it: `*refusal` is set when the run must not start (a cost budget on a
+// model with no price), `warnings` get the rest.
+void check_model_options(const RunArgs& a, const TaskSpec& task, const std::string& model,
+                         std::string* refusal, std::vector<std::string>* warnings) {
+  if (!model_has_price(a, task, model)) {
+    const std::string where = fmt::format(
+        "model {} has no price (the model table of {} does not list it, nor does the task's "
+        "[prices])",
+        model, llm::kModelTableDate);
+    const std::string how = fmt::format(
+        "give --price-in USD/Mtok --price-out USD/Mtok, or add [prices] \"{}\" = {{ prompt = "
+        "USD/Mtok, completion = USD/Mtok }} to task.toml",
+        model);
+    if (a.max_cost) {
+      *refusal = fmt::format(
+          "--max-cost {:.6g}: {}, so its calls would count as $0 and the cost budget could never "
+          "stop this run; {}, or use --max-tokens",
+          *a.max_cost, where, how);
+      return;
+    }
+    warnings->push_back(fmt::format("{}: its calls count as $0; {}", where, how));
+  }
+  const std::string provider = model.substr(0, model.find(':'));
+  const llm::ProviderInfo* info = llm::find_provider(provider);
+  llm::AskedParameters asked;
+  asked.temperature = a.temperature;
+  asked.reasoning_effort = a.reasoning_effort;
+  asked.thinking_budget = a.thinking_budget.value_or(0);
+  for (std::string& w :
+       llm::unsent_parameters(info ? info->wire : "openai", model_name(model), asked)) {
+    warnings->push_back(std::move(w));
+  }
+}
+
+// Preflight of an llm run, before anything is written: the provider's key is in its variable
+// (unless --allow-no-key: a local server that needs none) and the base URL takes a connection.
+// "" when both hold, else the one line that says what is wrong and how to fix it.
+std::string model_preflight_problem(const RunArgs& a, const std::string& model) {
+  llm::ModelSpec spec;
+  try {
+    spec = llm::parse_model_spec(model);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  const llm::ProviderInfo* info = llm::find_provider(spec.provider);
+  const std::string key_env = !a.api_key_env.empty() ? a.api_key_env : info->default_key_env;
+  if (!key_env.empty() && !a.allow_no_key) {
+    const char* key = std::getenv(key_env.c_str());
+    if (key == nullptr || *key == '\0') {
+      return fmt::format(
+          "provider {} reads its API key from env {}, which is not set: export {}=..., or name "
+          "another variable with --api-key-env NAME (--allow-no-key for a server that needs "
+          "none)",
+          spec.provider, key_env, key_env);
+    }
+  }
+  const std::string url = !a.base_url.empty() ? a.base_url : info->default_base_url;
+  if (std::string why = llm::connect_problem(url, 10); !why.empty()) {
+    return fmt::format(
+        "the model's base URL {} cannot be reached ({}): check --base-url and the "
+        "network",
+        url, why);
+  }
+  return "";
+}
+
+// The policy the run would get, made from the run.created it would log: a bad --model or a
+// search run on a task without knobs is refused before a run folder exists.
+std::string policy_problem(const TaskSpec& task, const NewRunOptions& o) {
+  Event e;
+  e.seq = 1;
+  e.type = events::RunCreated::kType;
+  e.payload = run_created_payload(task, o, "preflight");
+  State s;
+  try {
+    apply(s, e);
+    make_policy(o.policy, PolicyOptions{&s, nullptr});
+  } catch (const std::exception& ex) {
+    return ex.what();
+  }
+  return "";
 }
 
 // The first flag whose value is out of range, as "--flag: problem" (goal/limits.h); "" when all
@@ -162,11 +253,24 @@ std::string flag_problem(const RunArgs& a) {
     checks.emplace_back("--thinking-budget",
                         range_problem(double(*a.thinking_budget), 1024, true, 1e7));
   }
-  if (!a.reasoning_effort.empty() && a.reasoning_effort != "minimal" &&
-      a.reasoning_effort != "low" && a.reasoning_effort != "medium" &&
-      a.reasoning_effort != "high") {
-    checks.emplace_back("--reasoning-effort", "expected minimal, low, medium or high, got \"" +
-                                                  a.reasoning_effort + "\"");
+  if (!a.reasoning_effort.empty()) {
+    // The values of the official SDK's reasoning_effort (openai 3.63.0).
+    static const std::vector<std::string> kEfforts = {"none", "minimal", "low", "medium",
+                                                      "high", "xhigh",   "max"};
+    if (std::find(kEfforts.begin(), kEfforts.end(), a.reasoning_effort) == kEfforts.end()) {
+      checks.emplace_back("--reasoning-effort",
+                          "expected none, minimal, low, medium, high, xhigh or max, got \"" +
+                              a.reasoning_effort + "\"");
+    }
+  }
+  if (a.temperature)
+    checks.emplace_back("--temperature", range_problem(*a.temperature, 0, true, 2));
+  if (a.price_in) checks.emplace_back("--price-in", range_problem(*a.price_in, 0, true, 1e6));
+  if (a.price_out) checks.emplace_back("--price-out", range_problem(*a.price_out, 0, true, 1e6));
+  if (a.price_in.has_value() != a.price_out.has_value()) {
+    checks.emplace_back(
+        "--price-in", std::optional<std::string>("--price-in and --price-out go together (USD per "
+                                                 "million prompt and completion tokens)"));
   }
   checks.emplace_back("--goal-auto-pause", range_problem(a.goal_auto_pause, 0, true, 1e6));
   if (a.branches < 1 || a.branches > kMaxBranches) {
@@ -181,15 +285,27 @@ std::string flag_problem(const RunArgs& a) {
 
 // Drives the branches, prints their summary; the exit code: 1 when a branch failed, else 0.
 int drive_branches_and_report(const std::vector<Branch>& branches, const fs::path& run_dir,
-                              bool quiet, eval::Executor* executor) {
+                              bool quiet, eval::Executor* executor, bool json_summary = false) {
   BranchesOptions bo;
-  bo.quiet = quiet;
+  bo.quiet = quiet || json_summary;
   bo.executor = executor;
   BranchesReport r = drive_branches(branches, bo);
-  std::fputs(branches_summary(r, run_dir).c_str(), stdout);
-  std::fflush(stdout);
   int rc = 0;
   for (const RunReport& rep : r.reports) rc = std::max(rc, exit_code_for(rep));
+  if (json_summary) {
+    json j = {{"run_dir", run_dir.string()},
+              {"exit_code", rc},
+              {"best_branch", r.best >= 0 ? json(r.best) : json(nullptr)},
+              {"branches", json::array()}};
+    for (size_t i = 0; i < r.reports.size() && i < r.states.size(); ++i) {
+      j["branches"].push_back(
+          run_summary_json(r.states[i], r.reports[i], branch_dir(run_dir, int(i)).string()));
+    }
+    std::puts(j.dump().c_str());
+  } else {
+    std::fputs(branches_summary(r, run_dir).c_str(), stdout);
+  }
+  std::fflush(stdout);
   return rc;
 }
 
@@ -257,11 +373,28 @@ int do_run(const RunArgs& a) {
   if (a.max_output_tokens) o.extra_config["max_output_tokens"] = *a.max_output_tokens;
   if (!a.reasoning_effort.empty()) o.extra_config["reasoning_effort"] = a.reasoning_effort;
   if (a.thinking_budget) o.extra_config["thinking_budget"] = *a.thinking_budget;
+  if (a.temperature) o.extra_config["temperature"] = *a.temperature;
+  if (a.price_in && a.price_out) {
+    o.extra_config["price"] = {{"input", *a.price_in}, {"output", *a.price_out}};
+  }
   if (a.stream) o.extra_config["stream"] = true;
-  if (o.policy == "llm" && a.max_cost) {
-    if (std::string why = unpriced_model_warning(task, o.model, *a.max_cost); !why.empty()) {
-      spdlog::warn("{}", why);
+  if (o.policy == "llm") {
+    std::string refusal;
+    std::vector<std::string> warnings;
+    check_model_options(a, task, o.model, &refusal, &warnings);
+    if (!refusal.empty()) {
+      spdlog::error("run: {}", refusal);
+      return 2;
     }
+    if (std::string why = model_preflight_problem(a, o.model); !why.empty()) {
+      spdlog::error("run: {}", why);
+      return 2;
+    }
+    for (const std::string& w : warnings) spdlog::warn("{}", w);
+  }
+  if (std::string why = policy_problem(task, o); !why.empty()) {
+    spdlog::error("run: {}", why);
+    return 2;
   }
 
   // One run per branch (loop/branches.h): branch 0 in the run directory, the others below it.
@@ -307,13 +440,15 @@ int do_run(const RunArgs& a) {
     }
     stores.push_back(std::move(store));
   }
-  std::printf("marathon: run %s on task %s, policy %s%s%s\n", o.run_dir.string().c_str(),
-              task.name.c_str(), o.policy.c_str(),
-              o.model.empty() ? "" : fmt::format(" ({})", o.model).c_str(),
-              k > 1 ? fmt::format(", {} branches", k).c_str() : "");
+  if (!a.json)
+    std::printf("marathon: run %s on task %s, policy %s%s%s\n", o.run_dir.string().c_str(),
+                task.name.c_str(), o.policy.c_str(),
+                o.model.empty() ? "" : fmt::format(" ({})", o.model).c_str(),
+                k > 1 ? fmt::format(", {} branches", k).c_str() : "");
   std::fflush(stdout);
   if (k == 1) {
     DriveOptions options{a.quiet, {}};
+    options.json_summary = a.json;
     options.executor = executor.get();
     return exit_code_for(drive(*stores[0], o.run_dir, *policies[0], options));
   }
@@ -322,7 +457,7 @@ int do_run(const RunArgs& a) {
     branches.push_back(
         {branch_dir(o.run_dir, i), stores[size_t(i)].get(), policies[size_t(i)].get()});
   }
-  return drive_branches_and_report(branches, o.run_dir, a.quiet, executor.get());
+  return drive_branches_and_report(branches, o.run_dir, a.quiet, executor.get(), a.json);
 }
 
 // Resumes every branch of a run with branches (branch 0's log is open in *store0, nullptr when it
@@ -421,6 +556,26 @@ int do_resume(const std::string& run_dir, bool quiet, const std::optional<double
     spdlog::error("resume: {}", e.what());
     return 1;
   }
+  {
+    // An MCP run is driven by its client: `resume` would append run.resumed and then find no
+    // policy to run it with, so it is refused before anything is written.
+    State before;
+    try {
+      auto peek = EventStore::open(existing_run_dir(run_dir).events_db().string(),
+                                   EventStore::Mode::kReadOnly);
+      before = load_state(*peek);
+    } catch (const std::exception& e) {
+      spdlog::error("resume: {}", e.what());
+      return 1;
+    }
+    if (before.config.value("policy", "") == "mcp") {
+      spdlog::error(
+          "resume: {} is an MCP run, carried on by its client: run `marathon mcp --task {} "
+          "--run-dir {}` again (the same command that started it); nothing was changed",
+          run_dir, before.config.value("task_dir", "TASK"), run_dir);
+      return 2;
+    }
+  }
   State state;
   std::unique_ptr<EventStore> store = reopen_run(run_dir, &state, overrides);
   if (branch_count(state) > 1) {
@@ -501,9 +656,21 @@ void register_run(CLI::App& app) {
                   "The reply's token limit (default: 8192, or less when the context window "
                   "leaves less after the prompt)");
   run->add_option("--reasoning-effort", args->reasoning_effort,
-                  "OpenAI reasoning models: minimal | low | medium | high");
+                  "OpenAI reasoning models: none | minimal | low | medium | high | xhigh | max "
+                  "(sent only where the model takes the value)");
+  run->add_option("--temperature", args->temperature,
+                  "Sampling temperature, 0 to 2 (default: none sent; never sent to a model that "
+                  "takes none, e.g. a reasoning model)");
+  run->add_option("--price-in", args->price_in,
+                  "The model's price in USD per million prompt tokens, over the model table "
+                  "(with --price-out; needed for --max-cost on a model the table does not list)");
+  run->add_option("--price-out", args->price_out,
+                  "The model's price in USD per million completion tokens (with --price-in)");
   run->add_option("--thinking-budget", args->thinking_budget,
                   "Anthropic extended thinking: its token budget (>= 1024; off by default)");
+  run->add_flag("--allow-no-key", args->allow_no_key,
+                "Start without the provider's API key in its variable (a local server that "
+                "needs none); without it a missing key refuses the run (exit 2)");
   run->add_flag("--stream", args->stream,
                 "Stream replies (server-sent events); the whole reply is logged once complete");
   run->add_option("--goal-auto-pause", args->goal_auto_pause,
@@ -521,7 +688,18 @@ void register_run(CLI::App& app) {
                   "Run K agent branches on the goal at once, sharing the executor, the result "
                   "cache, findings and dead ends, and the budgets (docs/scale-out.md)");
   run->add_flag("--quiet", args->quiet, "No live progress, only the summary");
+  run->add_flag("--json", args->json,
+                "No live progress; the summary as one JSON object on stdout (the state as "
+                "`status --json` gives it, with run_dir, outcome, reason and exit_code)");
   run->add_flag("--unsafe-no-sandbox", args->unsafe_no_sandbox, kUnsafeNoSandboxHelp);
+  run->footer(
+      "Examples:\n"
+      "  marathon run cpu-matmul                          the built-in search, no model needed\n"
+      "  marathon run tasks/kda --model openai:gpt-4o --max-hours 24 --max-cost 50\n"
+      "  marathon run TASK --model vllm:Qwen/Qwen3-32B --base-url http://gpu-box:8000/v1\n"
+      "  marathon run TASK --model anthropic:claude-sonnet-4-5 --branches 4 --gpus 2\n"
+      "Ctrl-C stops after the evaluation in flight; `marathon resume RUN_DIR` carries on.\n"
+      "Keys: OPENAI_API_KEY, ANTHROPIC_API_KEY (or --api-key-env NAME). docs/operations.md");
   run->callback([args] { exit_code = do_run(*args); });
 
   auto resume_dir = std::make_shared<std::string>();
@@ -529,7 +707,9 @@ void register_run(CLI::App& app) {
   auto resume_timeout = std::make_shared<std::optional<double>>();
   auto resume_unsafe = std::make_shared<bool>(false);
   CLI::App* resume = app.add_subcommand("resume", "Carry on a stopped run from its log");
-  resume->add_option("RUN_DIR", *resume_dir, "Run directory")->required();
+  resume->add_option("RUN_DIR", *resume_dir, "Run directory")
+      ->required()
+      ->check(existing_run_dir_check());
   resume->add_flag("--quiet", *resume_quiet, "No live progress, only the summary");
   resume->add_option("--model-timeout", *resume_timeout,
                      "Seconds one HTTP attempt of a model call may take (default: the run's)");

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "control/stop_verb.h"
 
 namespace marathon::cli {
@@ -40,7 +41,9 @@ void register_stop(CLI::App& app) {
   auto reason = std::make_shared<std::string>();
   CLI::App* sub =
       app.add_subcommand("stop", "Ask a running run to stop at its next step (resume carries on)");
-  sub->add_option("RUN_DIR", *run_dir, "Run directory")->required();
+  sub->add_option("RUN_DIR", *run_dir, "Run directory")
+      ->required()
+      ->check(existing_run_dir_check());
   sub->add_option("REASON", *reason, "Why (recorded in the log)");
   sub->callback([run_dir, reason] { exit_code = do_stop(*run_dir, *reason); });
 }

@@ -40,6 +40,7 @@ void register_report(CLI::App& app);   // marathon report RUN_DIR -o FILE
 void register_runs(CLI::App& app);     // marathon runs [DIR] [--json]
 void register_stop(CLI::App& app);     // marathon stop RUN_DIR [REASON]
 void register_mcp(CLI::App& app);      // marathon mcp --task TASK_DIR [--run-dir D]
+void register_export(CLI::App& app);   // marathon export RUN_DIR [--best|--candidate ID] -o DIR
 
 // The control protocol on stdin/stdout for `serve --stdio` (docs/protocol.md); the exit code.
 int serve_stdio(const std::vector<std::string>& run_dirs);

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/installation.h"
+#include "cli/usage.h"
 #include "core/terminal_text.h"
 
 namespace marathon::cli {
@@ -38,14 +39,30 @@ int main(int argc, char** argv) {
   marathon::cli::register_init(app);
   marathon::cli::register_serve(app);
   marathon::cli::register_report(app);
+  marathon::cli::register_export(app);
   marathon::cli::register_runs(app);
   marathon::cli::register_stop(app);
   marathon::cli::register_mcp(app);
+  // After the subcommands: CLI11 copies a parent's footer into the subcommands made after it.
+  app.footer(
+      "Start with:\n"
+      "  marathon run cpu-matmul                 a search run on the bundled CPU task (no model)\n"
+      "  marathon run TASK --model openai:gpt-4o an agent run (key in OPENAI_API_KEY)\n"
+      "  marathon COMMAND --help                 a command's flags and examples\n"
+      "\n"
+      "Exit codes (every command): 0 done; 1 the work failed (evaluator, model, I/O, a run held\n"
+      "by another process); 2 usage or input error (unknown command or flag, bad value, missing\n"
+      "task or run folder, failed preflight); 130 interrupted by Ctrl-C. docs/operations.md");
 
+  if (std::string unknown = marathon::cli::unknown_command_message(app, argc, argv);
+      !unknown.empty()) {
+    std::cerr << "marathon: " << unknown << "\n";
+    return marathon::cli::kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return marathon::cli::exit_for_parse_error(app, e);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;

@@ -1,10 +1,15 @@
 #include "goal/task_spec.h"
 
 #include <fnmatch.h>
+#include <pwd.h>
 #include <toml++/toml.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -248,6 +253,31 @@ fs::path read_folder(const fs::path& dir, const std::string& f) {
   return p.filename().empty() ? p.parent_path() : p;  // "dir/" names dir
 }
 
+// Why a folder of `[evaluator] reads` must not be bound into the evaluator's sandbox (where the
+// candidate's code reads whatever the evaluator can): the root folder, the home folder or a folder
+// holding it, or a folder holding the task itself. Links resolved; nullopt when none of these.
+std::optional<std::string> reads_problem(const fs::path& task_dir, const fs::path& folder) {
+  std::error_code ec;
+  const fs::path real = fs::canonical(folder, ec);
+  if (ec) return std::nullopt;
+  auto holds = [&](const fs::path& inner) {
+    return std::mismatch(real.begin(), real.end(), inner.begin(), inner.end()).first == real.end();
+  };
+  if (real == real.root_path()) return std::string("is the root folder");
+  std::vector<std::string> homes;
+  if (const char* h = std::getenv("HOME")) homes.push_back(h);
+  if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir) homes.push_back(pw->pw_dir);
+  for (const std::string& h : homes) {
+    fs::path home = h.empty() ? fs::path() : fs::canonical(h, ec);
+    if (!ec && !home.empty() && home != home.root_path() && holds(home)) {
+      return "holds the home folder " + home.string();
+    }
+  }
+  const fs::path task = fs::canonical(task_dir, ec);
+  if (!ec && holds(task)) return "holds the task folder " + task.string();
+  return std::nullopt;
+}
+
 void read_evaluator(TableReader& top, TaskSpec& spec, const fs::path& dir) {
   const toml::table* t = top.table("evaluator", true);
   TableReader r(top.file(), "evaluator", *t, line_of(t));
@@ -282,6 +312,12 @@ void read_evaluator(TableReader& top, TaskSpec& spec, const fs::path& dir) {
     std::error_code ec;
     if (!fs::is_directory(p, ec)) {
       r.fail("reads", r.get("reads"), "\"" + f + "\" is not a folder (" + p.string() + ")");
+    }
+    if (std::optional<std::string> why = reads_problem(dir, p)) {
+      r.fail("reads", r.get("reads"),
+             "\"" + f + "\" " + *why +
+                 ": the evaluator, and the candidate's code in it, would read "
+                 "all of it; name only the folders the evaluator needs");
     }
   }
   r.reject_unknown();

@@ -34,7 +34,8 @@ struct EvaluatorSpec {
   std::string version;
   // Folders outside the task folder that the evaluator reads (relative to the task folder, or
   // absolute; each must exist): read-only in the sandbox, beside the folders of the files the
-  // command names. to_json() names them only when there are some.
+  // command names. Refused: `/`, the home folder or a folder holding it, a folder holding the
+  // task (the candidate reads whatever the evaluator can). to_json() names them only when set.
   std::vector<std::string> reads;
 };
 

@@ -119,4 +119,21 @@ HttpResponse http_post(const std::string& url, const std::map<std::string, std::
   return out;
 }
 
+std::string connect_problem(const std::string& url, double timeout_s) {
+  std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+  if (!curl) return "curl_easy_init failed";
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  CURL* h = curl.get();
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms(timeout_s));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms(timeout_s));
+  CURLcode rc = curl_easy_perform(h);
+  if (rc == CURLE_OK) return "";
+  return errbuf[0] ? std::string(errbuf) : curl_easy_strerror(rc);
+}
+
 }  // namespace marathon::llm

@@ -32,4 +32,8 @@ struct HttpOptions {
 HttpResponse http_post(const std::string& url, const std::map<std::string, std::string>& headers,
                        const std::string& body, const HttpOptions& options);
 
+// Whether a connection to `url`'s host and port can be made (TCP, and TLS for https) within
+// `timeout_s`, sending no request: "" when it can, else curl's reason. A run's preflight.
+std::string connect_problem(const std::string& url, double timeout_s);
+
 }  // namespace marathon::llm

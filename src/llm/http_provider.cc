@@ -81,9 +81,11 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
   std::map<std::string, std::string> headers = format_->headers(api_key_);
   for (const auto& [k, v] : config_.extra_headers) headers[k] = v;
   const auto started = Clock::now();
-  const auto deadline =
-      started + std::chrono::duration_cast<Clock::duration>(
-                    std::chrono::duration<double>(std::max(0.001, config_.total_timeout_s)));
+  // The call's total time bound, or the caller's budget when that leaves less.
+  const bool budget_bound = request.time_left_s && *request.time_left_s < config_.total_timeout_s;
+  const double bound_s = budget_bound ? *request.time_left_s : config_.total_timeout_s;
+  const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(std::max(0.001, bound_s)));
   auto cancelled = [&] { return request.cancel && request.cancel(); };
   auto interrupted = [&]() {
     result.error = LlmError{ErrorKind::kInterrupted,
@@ -146,6 +148,12 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
     // No attempt starts after the deadline, and a wait that would end past it is not begun.
     if (delay + 0.5 >= seconds_left(deadline)) {
       out_of_time = true;
+      // Bound by the caller's budget: wait it out, so that the caller finds the budget used up
+      // (and stops on it) rather than asking again at once.
+      if (budget_bound && !config_.sleep) {
+        auto rest = std::chrono::milliseconds(static_cast<int64_t>(seconds_left(deadline) * 1000));
+        if (!sleep_unless_cancelled(rest, request.cancel)) return interrupted();
+      }
       break;
     }
     spdlog::warn("{}: {}; retry {}/{} in {:.1f} s", where,
@@ -159,9 +167,10 @@ ChatResult HttpProvider::chat(const ChatRequest& request) {
     }
   }
   const std::string gave_up =
-      out_of_time
-          ? fmt::format(" (gave up: the call's {:.0f} s total time bound)", config_.total_timeout_s)
-          : "";
+      !out_of_time   ? ""
+      : budget_bound ? fmt::format(" (gave up: the run's time budget leaves {:.1f} s)", bound_s)
+                     : fmt::format(" (gave up: the call's {:.0f} s total time bound)",
+                                   config_.total_timeout_s);
 
   if (resp.status == 0) {
     result.error = LlmError{ErrorKind::kTransport,

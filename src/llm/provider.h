@@ -70,6 +70,9 @@ struct ChatRequest {
   // Polled while the call runs (during the transfer and between retries): true ends the call at
   // once with ErrorKind::kInterrupted. Empty: never.
   std::function<bool()> cancel;
+  // The seconds the caller's time budget leaves (unset: none): no attempt or retry wait runs past
+  // them, as none runs past the provider's total_timeout_s.
+  std::optional<double> time_left_s;
 };
 
 struct ChatResult {

@@ -18,6 +18,10 @@ struct DriveOptions {
   LoggedResultFn logged_result;         // replay
   eval::Executor* executor = nullptr;   // where evaluations run (null: in-process, one at a time)
   std::function<void()> between_steps;  // replay: RunnerHooks::between_steps
+  // replay: RunnerHooks::logged_remeasure
+  std::function<std::optional<events::EvalRemeasured>(const RemeasureDue&)> logged_remeasure;
+  // The summary as one JSON object on stdout (run_summary_json) instead of text; no live progress.
+  bool json_summary = false;
 };
 
 // Runs the loop on an open run until it stops. Returns the report and leaves the final state in
@@ -25,7 +29,12 @@ struct DriveOptions {
 RunReport drive(EventStore& store, const std::filesystem::path& run_dir, Policy& policy,
                 const DriveOptions& options, State* final_state = nullptr);
 
-// The process exit code for a report: finished or paused 0, failed 1.
+// The summary object of `run --json`: the run folder, outcome and reason, the exit code, and the
+// state as `status --json` gives it (best_score, confirmation, budget, ...).
+json run_summary_json(const State& s, const RunReport& report, const std::string& run_dir);
+
+// The process exit code for a report: finished or paused on request 0, failed 1, paused by
+// SIGINT/SIGTERM 130.
 int exit_code_for(const RunReport& report);
 
 }  // namespace marathon

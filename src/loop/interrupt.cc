@@ -1,5 +1,7 @@
 #include "loop/interrupt.h"
 
+#include <unistd.h>
+
 #include <csignal>
 
 namespace marathon {
@@ -8,7 +10,17 @@ namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
-void on_signal(int) { g_interrupted = 1; }
+// Said at once, from the handler (write(2) is async-signal-safe): the step in flight may be an
+// evaluation that takes minutes, and a silent terminal invites a second Ctrl-C.
+constexpr char kAck[] =
+    "\nmarathon: stopping after the step in flight (an evaluation runs to its end); Ctrl-C again "
+    "to abandon it. `marathon resume RUN_DIR` carries on.\n";
+
+void on_signal(int) {
+  g_interrupted = 1;
+  ssize_t ignored = write(STDERR_FILENO, kAck, sizeof kAck - 1);
+  (void)ignored;
+}
 
 }  // namespace
 

@@ -62,6 +62,7 @@ PolicyReply LlmPolicy::next(const PolicyRequest& request) {
   chat.thinking_budget = options_.thinking_budget;
   chat.temperature = options_.temperature;
   chat.cancel = request.interrupted;
+  chat.time_left_s = request.time_left_s;
   chat.cache_breakpoints = request.cache_breakpoints;
   return to_policy_reply(provider_->chat(chat), provider_->name(), chat.model);
 }

@@ -33,6 +33,9 @@ struct PolicyRequest {
   // The prompt's calibrated token estimate (context::Prompt::tokens_estimate; 0: unknown): what
   // the reply's token limit is sized against.
   int64_t tokens_estimate = 0;
+  // Seconds the run's wall-time budget leaves (unset: the run has none): the call and its retries
+  // end by then, so that waiting on a failing server never runs past the budget.
+  std::optional<double> time_left_s;
   // "" for a conversation turn; "compaction" for a summariser call (the purpose its
   // model.response is logged with), so a replay serves each kind from its own queue.
   std::string purpose;

@@ -1,5 +1,6 @@
-// `marathon run --max-cost` with a model that has no price: a clear warning on stderr at start (its
-// calls count as $0, so the cost budget could never stop the run); a priced model gets none. The
+// `marathon run --max-cost` with a model that has no price: refused at start, saying why (its calls
+// would count as $0, so the cost budget could never stop the run) and how to price it; priced by
+// --price-in/--price-out it runs, and a priced model gets no word about prices at all. The
 // binary runs against the scripted OpenAI-compatible server on loopback, and a token budget ends
 // each run after its first reply.
 #include <gmock/gmock.h>
@@ -25,9 +26,11 @@ struct Output {
 
 // `marathon run TASK --model MODEL --max-cost 1` against `server`, stdout and stderr apart.
 Output run_with_cost_budget(const mt::TempDir& tmp, const fs::path& task, const std::string& model,
-                            const mt::ScriptedLlmServer& server) {
+                            const mt::ScriptedLlmServer& server,
+                            const std::vector<std::string>& extra = {},
+                            const std::string& run_name = "run") {
   const fs::path out = tmp / "out.txt", err = tmp / "err.txt";
-  const fs::path run = tmp / "run";
+  const fs::path run = tmp / run_name;
   std::string cmd = "exec " + mt::sh_quote(MARATHON_BINARY);
   for (const std::string& a :
        {std::string("run"), task.string(), std::string("--run-dir"), run.string(),
@@ -36,6 +39,7 @@ Output run_with_cost_budget(const mt::TempDir& tmp, const fs::path& task, const 
         std::string("--max-tokens"), std::string("50"), std::string("--quiet")}) {
     cmd += " " + mt::sh_quote(a);
   }
+  for (const std::string& a : extra) cmd += " " + mt::sh_quote(a);
   cmd += " >" + mt::sh_quote(out.string()) + " 2>" + mt::sh_quote(err.string()) + " </dev/null";
   mt::Child c({"/bin/sh", "-c", cmd}, {}, tmp / "sh.log");
   Output o;
@@ -50,26 +54,34 @@ mt::ScriptedLlmServer one_reply_server() {
       [](size_t, const mt::json&) { return mt::openai_text("thinking", 100, 20); });
 }
 
-TEST(MaxCostWarning, AModelWithNoPriceIsNamedOnStderrAtStart) {
+TEST(MaxCostWarning, AModelWithNoPriceIsRefusedAtStartUnlessPricedOnTheCommandLine) {
   mt::TempDir tmp("max-cost-unpriced");
   mt::ScriptedLlmServer server = one_reply_server();
   Output o = run_with_cost_budget(tmp, mt::tiny_task(), "vllm:scripted", server);
-  ASSERT_EQ(o.rc, 0) << o.out << o.err;
+  ASSERT_EQ(o.rc, 2) << o.out << o.err;
   EXPECT_THAT(o.err, HasSubstr("--max-cost 1: model vllm:scripted has no price"));
-  EXPECT_THAT(o.err, HasSubstr("the cost budget can never stop this run"));
+  EXPECT_THAT(o.err, HasSubstr("the cost budget could never stop this run"));
+  EXPECT_THAT(o.err, HasSubstr("--price-in USD/Mtok --price-out USD/Mtok"));
   EXPECT_THAT(o.err, HasSubstr("[prices] \"vllm:scripted\" = { prompt = USD/Mtok"));
   EXPECT_THAT(o.out, Not(HasSubstr("has no price")));
-  // At start: the first thing said, once.
-  EXPECT_THAT(o.err.substr(0, o.err.find('\n')), HasSubstr("has no price")) << o.err;
   EXPECT_EQ(o.err.find("has no price"), o.err.rfind("has no price")) << o.err;
-  EXPECT_EQ(mt::load_state(tmp / "run").used.cost_usd, 0);
+  EXPECT_EQ(server.request_count(), 0u);
+  EXPECT_FALSE(fs::exists(tmp / "run" / "events.db"));
+
+  Output priced = run_with_cost_budget(tmp, mt::tiny_task(), "vllm:scripted", server,
+                                       {"--price-in", "1", "--price-out", "2"}, "priced");
+  ASSERT_EQ(priced.rc, 0) << priced.out << priced.err;
+  EXPECT_THAT(priced.err, Not(HasSubstr("has no price")));
+  // 100 prompt tokens at $1 and 20 completion tokens at $2 per Mtok.
+  EXPECT_NEAR(mt::load_state(tmp / "priced").used.cost_usd, (100 * 1.0 + 20 * 2.0) / 1e6, 1e-12);
 }
 
 TEST(MaxCostWarning, APricedModelGetsNoneWhetherTheTableOrTheTaskPricesIt) {
   {
     mt::TempDir tmp("max-cost-builtin");
     mt::ScriptedLlmServer server = one_reply_server();
-    Output o = run_with_cost_budget(tmp, mt::tiny_task(), "openai:gpt-4o", server);
+    Output o = run_with_cost_budget(tmp, mt::tiny_task(), "openai:gpt-4o", server,
+                                    {"--allow-no-key"});  // the scripted server needs none
     ASSERT_EQ(o.rc, 0) << o.out << o.err;
     EXPECT_THAT(o.err, Not(HasSubstr("has no price")));
     EXPECT_GT(mt::load_state(tmp / "run").used.cost_usd, 0) << "the built-in table prices it";

@@ -275,6 +275,19 @@ TEST(Fold, TurnsWithoutProgressResetOnImprovement) {
   EXPECT_EQ(l.fold().goal.turns_without_progress, 0);
 }
 
+// A fork made long after the original's last copied event is charged only its own time.
+TEST(Fold, AForksWallTimeCountsFromItsOwnStart) {
+  State s = Log()
+                .created("max", 100)
+                .add(events::ModelRequest::kType, {{"turn", 1}}, 150)  // original: 50 s
+                .add(events::RunForked::kType,
+                     {{"run_id", "fork-1"}, {"from_run_id", "run-1"}, {"at_seq", 2}}, 2000)
+                .add(events::ModelRequest::kType, {{"turn", 2}}, 2007)  // the fork: 7 s
+                .fold();
+  EXPECT_DOUBLE_EQ(s.used.wall_s, 57.0);
+  EXPECT_EQ(s.run_id, "fork-1");
+}
+
 TEST(Fold, WallTimeIsTheSumOfActiveSegments) {
   State s = Log()
                 .created("max", 100)

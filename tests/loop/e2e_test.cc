@@ -173,6 +173,7 @@ TEST(EndToEnd, AnAnthropicPausedTurnIsContinuedAsItIsAndReplaysWithNoRequest) {
   });
   fs::path run = dir / "run", replay = dir / "replay";
   std::map<std::string, std::string> env = testing::eval_marker_env(dir / "marks" / "marker");
+  env["ANTHROPIC_API_KEY"] = "scripted-test-key";
   int rc = run_binary(
       {"run", testing::tiny_task().string(), "--run-dir", run.string(), "--policy", "llm",
        "--model", "anthropic:claude-scripted", "--base-url", server.base_url(), "--quiet"},
@@ -284,7 +285,9 @@ TEST(EndToEnd, SigintPausesTheRunCleanlyAndResumeFinishesIt) {
   child.signal(SIGINT);
   std::optional<int> rc = child.wait_for(60);
   ASSERT_TRUE(rc.has_value());
-  EXPECT_EQ(*rc, 0) << read_text(dir / "log");
+  EXPECT_EQ(*rc, 130) << read_text(dir / "log");
+  // Acknowledged at once, not only when the step in flight ends.
+  EXPECT_NE(read_text(dir / "log").find("stopping after the step in flight"), std::string::npos);
   State paused = load_state(run);
   EXPECT_TRUE(paused.paused);
   EXPECT_FALSE(paused.done);

@@ -64,6 +64,35 @@ TEST(StatusLine, ATerminalGetsOneLineRedrawnInPlace) {
   EXPECT_NE(out.find("eval #"), std::string::npos) << "evaluations still get their line";
 }
 
+// A warning logged while the status line is drawn (a retried model call) is printed above it:
+// the line is erased first, so the warning starts a line of its own, and drawn again after.
+TEST(StatusLine, AWarningIsPrintedAboveTheLineNotThroughIt) {
+  TempDir dir("status-line");
+  ScriptedLlmServer server([](size_t i, const json& request) {
+    if (i == 1) {
+      ScriptedResponse busy;
+      busy.status = 503;
+      busy.headers["retry-after"] = "0";
+      busy.body = {{"error", {{"message", "busy"}}}};
+      return busy;
+    }
+    return tiny_script(ScriptedLlmServer::assistant_turns(request));
+  });
+  std::string out =
+      run_on_a_terminal(without_quiet(tiny_run_args(dir / "run", server.base_url())), 120);
+  size_t warn = out.find("retry 1/");
+  ASSERT_NE(warn, std::string::npos) << out;
+  size_t line_start = out.rfind('\n', warn);
+  size_t erased = out.rfind("\r\033[K", warn);
+  ASSERT_NE(erased, std::string::npos) << out;
+  // Between the erasure and the warning's line nothing but the log's own prefix.
+  EXPECT_TRUE(line_start == std::string::npos || erased > line_start) << out;
+  EXPECT_EQ(out.substr(erased, warn - erased).find("[tool calls"), std::string::npos) << out;
+  // The status line comes back after the warning.
+  EXPECT_NE(out.find("\r\033[K[tool calls ", warn), std::string::npos) << out;
+  EXPECT_NE(out.find("== run finished"), std::string::npos) << out;
+}
+
 TEST(StatusLine, APipeGetsPlainLines) {
   TempDir dir("status-line");
   auto server = tiny_server();
@@ -87,6 +116,16 @@ TEST(StatusLine, TextHasCallsBestElapsedSpendAndAction) {
   f.best.reset();
   EXPECT_EQ(status_text(f, 7322, "waiting for the model"),
             "[tool calls 12/1000] best: none yet | 2h02m | $0.42 | waiting for the model");
+}
+
+TEST(StatusLine, TheSearchPolicyIsNotSaidToWaitForAModel) {
+  Event e;
+  e.type = events::ModelRequest::kType;
+  State s;
+  s.config["policy"] = "search";
+  EXPECT_EQ(action_after(e, s), "choosing the next candidate");
+  s.config["policy"] = "llm";
+  EXPECT_EQ(action_after(e, s), "waiting for the model");
 }
 
 }  // namespace

@@ -168,6 +168,15 @@ def test_the_log_is_a_run_like_any_other(session):
     assert json.loads(status.stdout)["evaluations_executed"] == 2
 
 
+def test_resume_of_an_mcp_run_is_refused_with_the_command_that_carries_it_on(session):
+    run_dir, _ = session
+    before = log_events(run_dir)
+    r = subprocess.run([str(BINARY), "resume", str(run_dir)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "MCP run" in r.stderr and "marathon mcp --task" in r.stderr, r.stderr
+    assert log_events(run_dir) == before  # nothing appended
+
+
 def test_a_second_session_carries_on_the_same_run(session):
     run_dir, seen = session
 
