@@ -14,6 +14,7 @@
 #include "control/stdio_child.h"
 #include "core/event_store.h"
 #include "core/json_reader.h"
+#include "eval/evaluator.h"
 #include "goal/task_spec.h"
 #include "llm/anthropic_format.h"
 #include "llm/openai_format.h"
@@ -22,6 +23,7 @@
 #include "loop/loop_test_support.h"
 #include "loop/run_setup.h"
 #include "scripted_llm_server.h"
+#include "tools/tool_registry.h"
 
 namespace marathon {
 namespace {
@@ -161,6 +163,27 @@ TEST(DeepJsonReader, OtherRefusalsSayWhereAndStayPrintable) {
   EXPECT_EQ(ok.value, json::parse(R"({"b":[1,2.5,{"c":null}],"a":"x"})"));
 }
 
+TEST(DeepJsonReader, EvaluatorOutputAndToolArgumentsTooDeepOrOutOfRangeAreRefused) {
+  for (const std::string& out :
+       {R"({"schema_version":1,"correct":true,"score":1,"details":)" + deep() + "}",
+        "compiling\n" + deep_objects(),
+        std::string(R"({"schema_version":1,"correct":true,)"
+                    R"("score":1e400})")}) {
+    std::string error;
+    EXPECT_FALSE(eval::parse_result(out, &error).has_value()) << out.substr(0, 60);
+    EXPECT_FALSE(error.empty());
+  }
+  for (const std::string& args : {R"({"path":)" + deep() + "}", deep_objects(),
+                                  std::string(R"({"path":"a","end_line":-1e400})")}) {
+    std::string error;
+    EXPECT_FALSE(parse_tool_arguments("read_file", args, &error).has_value());
+    EXPECT_TRUE(error.find("nested deeper than 256") != std::string::npos ||
+                error.find("number overflow") != std::string::npos)
+        << error;
+    EXPECT_LT(error.size(), 1000u);
+  }
+}
+
 // --- the formats, streamed and not ------------------------------------------------------------
 
 TEST(DeepJsonFormats, StreamEventsTooDeepOrOutOfRangeMakeTheReplyMalformed) {
@@ -210,7 +233,15 @@ struct DeepReply {
   ScriptedResponse reply;
   ScriptedResponse finish;
   std::vector<std::string> extra;  // more flags of `marathon run`
+  std::string says = "";           // what the refusal names; "" for the depth or number bound
 };
+
+// Whether a refusal's text names what `c` expects it to.
+bool names_the_cause(const DeepReply& c, const std::string& text) {
+  if (!c.says.empty()) return text.find(c.says) != std::string::npos;
+  return text.find("nested deeper than 256") != std::string::npos ||
+         text.find("number overflow") != std::string::npos;
+}
 
 std::string anthropic_body(const std::string& content) {
   return R"({"id":"msg_deep","type":"message","role":"assistant","content":)" + content +
@@ -255,6 +286,16 @@ std::vector<DeepReply> deep_replies() {
         R"({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}})"},
        {"message_stop", R"({"type":"message_stop"})"}}));
   stream_finish.headers["Content-Type"] = "text/event-stream";
+  auto openai_stream = [](std::string chunk) {
+    ScriptedResponse r = raw("data: " + chunk + "\n\ndata: [DONE]\n\n");
+    r.headers["Content-Type"] = "text/event-stream";
+    return r;
+  };
+  ScriptedResponse openai_stream_finish = openai_stream(
+      R"({"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,)"
+      R"("id":"c_f","type":"function","function":{"name":"finish",)"
+      R"("arguments":"{\"summary\":\"d\"}"}}]},"finish_reason":"tool_calls"}],)"
+      R"("usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}})");
   return {
       {"openai_content",
        "openai:gpt-4o",
@@ -281,6 +322,18 @@ std::vector<DeepReply> deep_replies() {
                           deep() + "}}]")),
        anthropic_finish,
        {}},
+      {"openai_streamed_chunk",
+       "openai:gpt-4o",
+       openai_stream(R"({"choices":[{"index":0,"delta":{"content":)" + deep() + "}}]}"),
+       openai_stream_finish,
+       {"--stream"}},
+      // Not JSON, and not UTF-8: the excerpt in the refusal must not make the refusal throw.
+      {"openai_streamed_not_utf8",
+       "openai:gpt-4o",
+       openai_stream("\xff\xfe{\"choices\":[\xc3"),
+       openai_stream_finish,
+       {"--stream"},
+       "parse error"},
       {"anthropic_streamed_block",
        "anthropic:claude-scripted",
        stream_reply,
@@ -306,16 +359,12 @@ TEST_P(DeepJsonRun, TheReplyIsLoggedMalformedAndTheRunGoesOn) {
   std::vector<Event> malformed = responses_with_error(events, "malformed");
   ASSERT_EQ(malformed.size(), 1u) << "the refused reply is one logged malformed response";
   const std::string why = error_message(malformed[0]);
-  EXPECT_TRUE(why.find("nested deeper than 256") != std::string::npos ||
-              why.find("number overflow") != std::string::npos)
-      << why;
+  EXPECT_TRUE(names_the_cause(c, why)) << why;
   EXPECT_LT(why.size(), 2000u) << "a bounded excerpt, not the reply";
   EXPECT_EQ(server.request_count(), 2u);
   // The model is told its reply was unusable, and why.
   const std::string next = server.requests()[1].raw;
-  EXPECT_TRUE(next.find("nested deeper than 256") != std::string::npos ||
-              next.find("number overflow") != std::string::npos)
-      << next.substr(0, 2000);
+  EXPECT_TRUE(names_the_cause(c, next)) << next.substr(0, 2000);
 }
 
 INSTANTIATE_TEST_SUITE_P(Replies, DeepJsonRun, ::testing::ValuesIn(deep_replies()),
