@@ -50,8 +50,15 @@ TEST_F(NoUserNamespaces, RunResumeAndEvalRefuseNamingTheCauseAndTheFix) {
   EXPECT_FALSE(fs::exists(run / "events.db")) << "a run was created without a sandbox";
   EXPECT_EQ(marathon({"eval", testing::tiny_task().string(), "--json"}, "eval.log"), 2);
   EXPECT_NE(read_text(dir_ / "eval.log").find("uid map"), std::string::npos);
-  EXPECT_EQ(marathon({"resume", run.string()}, "resume.log"), 2);
-  EXPECT_NE(read_text(dir_ / "resume.log").find("refuses to start"), std::string::npos);
+  // resume of a run that exists (made without the sandbox) refuses as run does.
+  ScriptedLlmServer server = tiny_server();
+  fs::path made = dir_ / "made";
+  std::vector<std::string> args = tiny_run_args(made, server.base_url());
+  args.push_back("--unsafe-no-sandbox");
+  ASSERT_EQ(marathon(args, "made.log"), 0) << read_text(dir_ / "made.log");
+  EXPECT_EQ(marathon({"resume", made.string()}, "resume.log"), 2);
+  EXPECT_NE(read_text(dir_ / "resume.log").find("refuses to start"), std::string::npos)
+      << read_text(dir_ / "resume.log");
 }
 
 TEST_F(NoUserNamespaces, UnsafeNoSandboxRunsLogsItAndStatusShowsIt) {
