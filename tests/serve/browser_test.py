@@ -262,11 +262,23 @@ def main():
         wait_for(
             "a candidate's diff", lambda: "against the starter" in driver.find_element(By.ID, "candidate-box").text
         )
+        # Its charts: the baseline as a line, the direction in the axis title; a finished run's goal
+        # buttons are disabled (the verbs would only be refused).
+        chart_facts = driver.execute_script(
+            "const c = Chart.getChart(document.getElementById('chart-calls'));"
+            "const b = c.data.datasets.find(d => d.marathonBaseline);"
+            "return [c.options.scales.y.title.text, b ? b.data.length : -1];"
+        )
+        assert chart_facts[0] == "score (higher is better)", chart_facts
+        assert chart_facts[1] == 2, chart_facts
+        for button in ("goal-pause", "goal-resume", "goal-save"):
+            assert not driver.find_element(By.ID, button).is_enabled(), button
         driver.save_screenshot(os.path.join(a.out, "run-finished.png"))
 
         # The live run: a new point arrives without a reload.
         driver.get(url + "#run=live")
         wait_for("the live run's page", lambda: chart_points(driver, "chart-calls") >= 0)
+        assert driver.find_element(By.ID, "goal-save").is_enabled(), "a running run takes goal verbs"
         driver.execute_script("window.__noReload = 'still here';")
         before = chart_points(driver, "chart-calls")
         wait_for("a new point from the live run", lambda: chart_points(driver, "chart-calls") > before, 60)

@@ -231,6 +231,10 @@
       type: 'line', label: 'best so far', marathonBest: true, data: [], stepped: 'before',
       borderColor: '#1d1d1f', borderWidth: 1.5, pointRadius: 0, fill: false,
     });
+    datasets.push({
+      type: 'line', label: 'baseline', marathonBaseline: true, data: [],
+      borderColor: '#6e6e73', borderWidth: 1, borderDash: [6, 4], pointRadius: 0, fill: false,
+    });
     const chart = new Chart(canvas, {
       data: { datasets },
       options: {
@@ -240,8 +244,10 @@
           marathonMarkers: { markers: [] },
           tooltip: { callbacks: { label: (c) => {
             const e = c.raw && c.raw.e;
-            if (!e) return 'best ' + num(c.parsed.y);
-            return '#' + e.seq + ' ' + KIND_STYLE[e.kind].label + ' score ' + num(e.score) + (e.strategy ? ' — ' + e.strategy.slice(0, 80) : '');
+            if (!e) return (c.dataset.marathonBaseline ? 'baseline ' : 'best ') + num(c.parsed.y);
+            // A failed or refused attempt says why (which rule, which check).
+            const why = e.kind !== 'ok' && e.failure ? ' — ' + e.failure.slice(0, 160) : '';
+            return '#' + e.seq + ' ' + KIND_STYLE[e.kind].label + ' score ' + num(e.score) + why + (e.strategy ? ' — ' + e.strategy.slice(0, 80) : '');
           } } },
         },
       },
@@ -251,8 +257,9 @@
   }
 
   // Puts every evaluation in its dataset (one point each; a result with no score sits on the
-  // lowest score seen) and redraws.
-  function fillChart(chart, evaluations, markers) {
+  // lowest score seen), the baseline as a dashed line, the direction in the axis title, and
+  // redraws.
+  function fillChart(chart, evaluations, markers, baseline, direction) {
     const xKey = chart.$marathonX.key;
     const xs = chart.$marathonX.scale;
     const scores = evaluations.filter((e) => e.score !== null && e.score !== undefined).map((e) => e.score);
@@ -264,10 +271,16 @@
       byKind[e.kind].push({ x, y: e.score === null || e.score === undefined ? floor : e.score, e });
       if (e.best_after !== null && e.best_after !== undefined) best.push({ x, y: e.best_after });
     }
+    const xsAll = evaluations.map((e) => e[xKey] * xs);
+    const line = baseline === null || baseline === undefined || !xsAll.length ? []
+      : [{ x: Math.min(0, ...xsAll), y: baseline }, { x: Math.max(...xsAll), y: baseline }];
     for (const d of chart.data.datasets) {
       if (d.marathonEval) d.data = byKind[d.marathonKind];
       if (d.marathonBest) d.data = best;
+      if (d.marathonBaseline) d.data = line;
     }
+    chart.options.scales.y.title.text = direction === 'min' ? 'score (lower is better)'
+      : direction === 'max' ? 'score (higher is better)' : 'score';
     chart.options.plugins.marathonMarkers.markers = markers.map((m) => ({ x: m[xKey] * xs, kind: m.kind }));
     chart.update('none');
   }
@@ -383,15 +396,35 @@
     const callsChart = makeChart(callsCanvas, 'tool_calls', 'tool calls', 1);
     const wallChart = makeChart(wallCanvas, 'wall_s', 'wall time (min)', 1 / 60);
 
+    // The best's re-measurements (docs/evaluation.md, "Confirmed best"), ties and the baseline.
+    function spreadText(c) {
+      const b = c && c.best;
+      if (!b) return '';
+      if (b.samples > 1) return ' (median of ' + b.samples + ' re-measurements, ' + num(b.min) + ' to ' + num(b.max) + '; first draw ' + num(b.first_draw) + ')';
+      if (b.samples === 1) return ' (one re-measurement; first draw ' + num(b.first_draw) + ')';
+      return ' (one draw, not re-measured)';
+    }
+    function verdictText(c) {
+      const v = c && c.baseline && c.baseline.verdict;
+      if (v === 'within_noise') return ' (no candidate beat it beyond noise)';
+      if (v === 'not_better') return ' (no candidate beat it)';
+      return '';
+    }
+    function tiesText(c) {
+      if (!c || !c.ties || !c.ties.length) return '';
+      return 'tied within noise: ' + c.ties.map((t) => short(t.candidate) + ' ' + num(t.value)).join(', ');
+    }
+
     function renderHead() {
       const target = goal.target !== null && goal.target !== undefined ? num(goal.target) : 'none';
       fill(head,
         el('h1', {}, id + ' ', phaseBadge(row.phase)),
         el('div', { class: 'row muted' },
           el('span', { text: 'task ' + (row.task || '–') }),
-          el('span', { id: 'best', text: 'best ' + (goal.metric || 'score') + ' ' + num(row.best_score) + (row.best_candidate ? ' (' + short(row.best_candidate) + ')' : '') }),
+          el('span', { id: 'best', text: 'best ' + (goal.metric || 'score') + ' ' + num(row.best_score) + spreadText(row.confirmation) + (row.best_candidate ? ' (' + short(row.best_candidate) + ')' : '') }),
           el('span', { text: 'target ' + target }),
-          el('span', { text: 'baseline ' + num(row.baseline_score) }),
+          el('span', { text: 'baseline ' + num(row.baseline_score) + verdictText(row.confirmation) }),
+          tiesText(row.confirmation) ? el('span', { text: tiesText(row.confirmation) }) : null,
           el('span', { text: 'evaluations ' + row.evaluations }),
           el('span', { text: 'events ' + row.events }),
           el('span', { class: 'age', text: 'last event ' + (row.last_event.type || '–') + ', ' + age(ageOf(row)) + (REPORT ? ' (when the report was written)' : '') }),
@@ -450,7 +483,16 @@
           el('span', { text: g.objective || '(no objective)' }),
           el('span', { class: 'muted', text: ' [' + g.status + ']' + (g.progress ? ' — ' + g.progress : '') + ' · event ' + g.seq }))));
       stoppedNote.textContent = row.phase === 'running' ? ''
-        : 'The run is ' + row.phase + ': `marathon resume` carries on after a change.';
+        : row.phase === 'finished' ? 'The run has finished: its goal can no longer be changed (`marathon fork` starts a new run from any event).'
+          : 'The run is ' + row.phase + ': `marathon resume` carries on after a change.';
+      // A finished run takes no goal verb: the buttons that would only be refused are disabled.
+      for (const bid of ['goal-pause', 'goal-resume', 'goal-save']) {
+        const b = goalBox.querySelector('#' + bid);
+        if (b) {
+          b.disabled = row.phase === 'finished';
+          b.title = b.disabled ? 'the run has finished' : '';
+        }
+      }
     }
 
     function renderBudget() {
@@ -532,8 +574,8 @@
       renderLedger();
       if (!series) return;
       renderAttempts();
-      fillChart(callsChart, evaluations, markers);
-      fillChart(wallChart, evaluations, markers);
+      fillChart(callsChart, evaluations, markers, row.baseline_score, goal.direction);
+      fillChart(wallChart, evaluations, markers, row.baseline_score, goal.direction);
     }
     redraw(true);
 
