@@ -397,6 +397,7 @@ class Child:
         score_against = tuple(getattr(ref, "SCORE_AGAINST", tuple(baselines)[:1]))
         flusher = timing.Flusher(self.device)
         speedups = []
+        spreads = []  # per timed shape: the quartiles behind its speed-up (the score's interval)
         for idx, shape in enumerate(shapes):
             if not shape.get("timed"):
                 continue
@@ -435,16 +436,21 @@ class Child:
                     self.stop("cuda_fault", f"{name}: CUDA fault while timing: {str(e)[:300]}")
                 self.stop("candidate_error", f"{name}: timing the candidate failed: {type(e).__name__}: {str(e)[:300]}")
             detail["ms"] = cand["ms"]
+            # The shape's noise: the spread of the candidate's repetitions (docs/evaluation.md).
+            detail["ms_spread"] = {k: cand.get(k + "_ms") for k in ("min", "q1", "q3", "max")}
+            detail["ms_spread"]["reps"] = cand["reps"]
             detail["timing_mode"] = cand["mode"]
             if cand["note"]:
                 self.log(f"{name}: {cand['note']}")
             detail["baselines_ms"] = {}
+            base_spread = {}
             for bname, bfn in baselines.items():
                 if not ref.baseline_valid(bname, sets[0]):
                     continue
                 try:
                     b = timing.measure(lambda a, bfn=bfn: ref.call(bfn, a), sets, flusher)
                     detail["baselines_ms"][bname] = b["ms"]
+                    base_spread[bname] = (b.get("q1_ms"), b.get("q3_ms"))
                     if b["mode"] != "graph":
                         self.log(f"{name}: baseline {bname}: {b['note']}")
                 except Exception as e:  # noqa: BLE001
@@ -464,6 +470,13 @@ class Child:
                 detail["baseline_ms"] = min(against)
                 detail["speedup"] = min(against) / cand["ms"]
                 speedups.append(detail["speedup"])
+                fastest = min(
+                    (b for b in score_against if b in detail["baselines_ms"]), key=lambda b: detail["baselines_ms"][b]
+                )
+                bq1, bq3 = base_spread.get(fastest, (None, None))
+                spreads.append(
+                    {"base_q1": bq1, "base_q3": bq3, "cand_q1": cand.get("q1_ms"), "cand_q3": cand.get("q3_ms")}
+                )
                 if shape.get("headline"):
                     self.res["headline"] = name
             sets = None
@@ -471,7 +484,13 @@ class Child:
             self.write()
         if speedups and len(speedups) == sum(1 for s in shapes if s.get("timed")):
             self.res["speedup_geomean"] = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-        self.res["timing"] = "CUDA events over CUDA-graph replay, L2 flushed, inputs rotated, median"
+            ci = timing.speedup_ci(spreads)
+            if ci is not None:
+                self.res["score_ci"] = ci
+        self.res["timing"] = (
+            "CUDA events over CUDA-graph replay, L2 flushed, inputs rotated, median; each shape's"
+            " spread over its repetitions in ms_spread, the score's interquartile interval in score_ci"
+        )
 
 
 def _kernel_times(kernels) -> list:

@@ -30,6 +30,7 @@ class EvalResult:
     failure: str | None = None
     error: str | None = None
     figures: dict | None = None
+    score_ci: dict | None = None
     seed: int | None = None
     task: str | None = None
     evaluator_version: str | None = None

@@ -207,6 +207,8 @@ def _merge(child, outcome, stderr, logs, viols, limit) -> dict:
             out["baseline_score"] = 1.0  # the score is the speed-up over the baseline
             if correct:
                 out["score"] = child["speedup_geomean"]
+                if child.get("score_ci"):
+                    out["score_ci"] = child["score_ci"]
     out["metrics"] = metrics
     return out
 
@@ -218,11 +220,17 @@ def _log_text(res: dict, logs: list[str]) -> str:
         line = f"{d['shape']}: {'ok' if d.get('ok') else 'WRONG'} (rel err {errs or 'n/a'})"
         if d.get("ms") is not None:
             line += f"; {d['ms'] * 1e3:.1f} us"
+            sp = d.get("ms_spread") or {}
+            if sp.get("q1") is not None and sp.get("q3") is not None:
+                line += f" (middle half {sp['q1'] * 1e3:.1f}-{sp['q3'] * 1e3:.1f} us over {sp.get('reps')} reps)"
             if d.get("speedup") is not None:
                 line += f" vs baseline {d['baseline_ms'] * 1e3:.1f} us = {d['speedup']:.2f}x"
             if d.get("floor_fraction") is not None:
                 line += f"; {100 * d['floor_fraction']:.1f}% of floor"
         lines.append(line)
+    ci = res.get("score_ci")
+    if ci and res.get("score") is not None:
+        lines.append(f"score {res['score']:.4g}, interquartile interval {ci['low']:.4g} to {ci['high']:.4g}")
     lines.extend(logs)
     lines.extend(f"VIOLATION {v}" for v in res.get("violations", []))
     if res.get("timing"):

@@ -6,6 +6,7 @@ candidate that later patches torch.cuda.Event or time cannot change what the har
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 
@@ -44,6 +45,38 @@ class Flusher:
 
     def __call__(self):
         _sum(self.buf, dim=0, keepdim=True, out=self.out)
+
+
+def quartiles(times):
+    """(first, third) quartile of the repetitions' times: the spread a timed shape reports."""
+    ts = sorted(times)
+    if len(ts) < 2:
+        return (ts[0], ts[0]) if ts else (None, None)
+    q = statistics.quantiles(ts, n=4, method="inclusive")
+    return q[0], q[2]
+
+
+def speedup_ci(shapes):
+    """The score's interval from each timed shape's repetitions: the geometric means, over the
+    shapes, of the slowest-quartile and fastest-quartile speed-ups (baseline's first quartile over
+    the candidate's third, and third over first). ``shapes`` holds per shape a dict with
+    ``base_q1``, ``base_q3``, ``cand_q1``, ``cand_q3`` (ms); None when any is missing."""
+    lo, hi = [], []
+    for s in shapes:
+        vals = [s.get(k) for k in ("base_q1", "base_q3", "cand_q1", "cand_q3")]
+        if any(v is None or not v > 0 for v in vals):
+            return None
+        b1, b3, c1, c3 = vals
+        lo.append(math.log(b1 / c3))
+        hi.append(math.log(b3 / c1))
+    if not lo:
+        return None
+    return {
+        "low": math.exp(sum(lo) / len(lo)),
+        "high": math.exp(sum(hi) / len(hi)),
+        "level": 0.5,
+        "method": "geometric mean over timed shapes of the interquartile speed-up range of the repetitions",
+    }
 
 
 def _capture(fn, args_list):
@@ -106,9 +139,13 @@ def measure(fn, args_list, flusher: Flusher, *, use_graph=True, warmup=3, min_re
         _record(ends[i])
     _synchronize()
     times = sorted(_elapsed(a, b) for a, b in zip(starts, ends))
+    q1_ms, q3_ms = quartiles(times)
     return {
         "ms": _median(times),
         "min_ms": times[0],
+        "q1_ms": q1_ms,
+        "q3_ms": q3_ms,
+        "max_ms": times[-1],
         "reps": reps,
         "mode": "graph" if graphs is not None else "eager",
         "note": note,

@@ -47,8 +47,22 @@ std::string human(const State& s) {
       "best       {}{}   baseline {}", num(s.best_score),
       s.best_candidate.empty() ? "" : " (candidate " + s.best_candidate.substr(0, 12) + ")",
       num(s.baseline_score)));
+  // Confirmed best (docs/evaluation.md): the spread behind the best, ties, the baseline verdict.
+  auto short_num = [](double v) { return fmt::format("{:.6g}", v); };
+  if (std::optional<Figure> f = best_figure(s)) line("confirmed  " + figure_text(*f, short_num));
+  if (std::string t = ties_text(s, short_num); !t.empty()) line("tie        " + t);
+  if (std::string b = baseline_text(s, short_num); !b.empty()) line("baseline   " + b);
+  for (const std::string& cand : s.confirm.pending) {
+    if (std::optional<Figure> f = figure_of(s, cand)) {
+      line("confirming " + cand.substr(0, 12) + " " + figure_text(*f, short_num));
+    }
+  }
   line(fmt::format("evals      {} ({} executed, {} since the last improvement)", s.evaluations,
                    s.evaluations_executed, s.evals_since_improvement));
+  if (s.confirm.remeasured > 0) {
+    line(fmt::format("remeasured {} ({:.1f} s; at most {} of each candidate)", s.confirm.remeasured,
+                     s.confirm.remeasure_s, s.confirm.settings.n));
+  }
   const BudgetUsed& u = s.used;
   const BudgetLimits& l = s.limits;
   line(fmt::format("budget     tool calls {}, model calls {}, tokens {}, cost {}, wall {}, gpu {}",

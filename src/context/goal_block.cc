@@ -53,14 +53,33 @@ std::string render_goal_block(const State& s) {
   if (g.target) out += ", target " + fmt_number(*g.target);
   out += "\nBaseline: " + (s.baseline_score ? fmt_number(*s.baseline_score) : "not measured yet");
   if (s.best_score) {
-    out += "\nBest so far: " + fmt_number(*s.best_score);
+    std::optional<Figure> f = best_figure(s);
+    out += "\nBest so far: " + (f ? figure_text(*f, fmt_number) : fmt_number(*s.best_score));
     if (!s.best_candidate.empty()) out += " (candidate " + short_hash(s.best_candidate) + ")";
     if (g.target) {
       out += target_met(g.direction, s.best_score, g.target) ? ", target reached"
                                                              : ", target not reached";
     }
+    if (std::string ties = ties_text(s, fmt_number); !ties.empty()) {
+      out += "\nA tie, not a win: the best is " + ties;
+    }
+    if (std::string b = baseline_text(s, fmt_number); !b.empty())
+      out += "\nAgainst the baseline: " + b;
   } else {
     out += "\nBest so far: no correct result yet";
+  }
+  for (const std::string& cand : s.confirm.pending) {
+    if (std::optional<Figure> f = figure_of(s, cand)) {
+      out +=
+          "\nBeing re-measured: candidate " + short_hash(cand) + " " + figure_text(*f, fmt_number);
+    }
+  }
+  if (s.confirm.settings.n > 0) {
+    out += fmt::format(
+        "\nConfirmation: a candidate whose first draw would be the best is re-measured {} times "
+        "on fresh inputs; its figure is the median of those, and one within the noise of the "
+        "best is a tie",
+        s.confirm.settings.n);
   }
   out += "\n" + budget_line(s);
   out += fmt::format("\nEvaluations: {} ({} since the last improvement)", s.evaluations,

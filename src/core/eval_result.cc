@@ -22,6 +22,7 @@ constexpr const char* kFailure = "failure";
 constexpr const char* kError = "error";
 constexpr const char* kFigures = "figures";
 constexpr const char* kProfile = "profile";
+constexpr const char* kScoreCi = "score_ci";
 
 bool nonempty(const json& v) {
   if (v.is_null()) return false;
@@ -48,6 +49,7 @@ const std::vector<EvalResultField>& eval_result_fields() {
       {kError, {"string"}, false},
       {kFigures, {"object"}, false},
       {kProfile, {"array"}, false},
+      {kScoreCi, {"object", "null"}, false},
   };
   return kFields;
 }
@@ -79,6 +81,11 @@ EvalResult read_eval_result(const json& j) {
   e.error = text(kError);
   if (const json* f = r.opt_obj(kFigures)) e.figures = *f;
   if (const json* p = r.find(kProfile)) e.profile = *p;
+  if (const json* ci = r.opt_obj(kScoreCi)) {
+    PayloadReader c = r.sub(*ci, kScoreCi);
+    e.score_ci_low = c.opt_num("low");
+    e.score_ci_high = c.opt_num("high");
+  }
   return e;
 }
 
@@ -146,6 +153,17 @@ std::string validate_eval_output(json& r) {
   for (const char* k : {kFigures}) {
     if (e.empty() && r.contains(k) && !r[k].is_object()) {
       e = fmt::format("field \"{}\" must be an object, got {}", k, r[k].dump());
+    }
+  }
+  if (e.empty() && r.contains(kScoreCi) && !r[kScoreCi].is_null()) {
+    const json& ci = r[kScoreCi];
+    bool ok = ci.is_object();
+    for (const char* b : {"low", "high"}) {
+      ok = ok && ci.contains(b) && ci[b].is_number();
+    }
+    if (!ok) {
+      e = fmt::format("field \"{}\" must be an object with numbers \"low\" and \"high\", got {}",
+                      kScoreCi, ci.dump());
     }
   }
   return e;

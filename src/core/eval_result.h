@@ -34,6 +34,10 @@ struct EvalResult {
   std::string error;       // an evaluator error message
   json figures = json::object();
   json profile;  // the profiler's lines, in the answer to a profile request (null otherwise)
+  // The score's confidence interval from the evaluator's own repetitions (`score_ci` {low, high,
+  // level?, method?}); absent when it reported none. It states the noise within one evaluation;
+  // re-measurements (core/confirmation.h) state the noise between evaluations.
+  std::optional<double> score_ci_low, score_ci_high;
 
   bool has_violations() const;
 };

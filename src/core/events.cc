@@ -676,6 +676,28 @@ void from_json(const json& j, EvalFinished& p) {
   if (const json* x = r.opt_obj(kExecutor)) p.executor = x->get<ExecutorRef>();
 }
 
+// -- eval.remeasured
+
+void to_json(json& j, const EvalRemeasured& p) {
+  j = json{{kCandidate, p.candidate}, {kCacheKey, p.cache_key}, {"index", p.index},
+           {"phase", p.phase},        {"seed", p.seed},         {"status", to_string(p.status)},
+           {"result", p.result},      {kElapsed, p.elapsed_s},  {kGpu, p.gpu_s}};
+  if (p.executor) j[kExecutor] = *p.executor;
+}
+void from_json(const json& j, EvalRemeasured& p) {
+  PayloadReader r(j, EvalRemeasured::kType);
+  p.candidate = r.str(kCandidate);
+  p.cache_key = r.opt_str(kCacheKey);
+  p.index = r.integer("index", 0);
+  p.phase = r.opt_str("phase", EvalRemeasured::kBest);
+  p.seed = r.integer("seed", 0);
+  p.status = r.has("status") ? enum_field(r, "status", eval_status_from_string) : EvalStatus::kOk;
+  if (const json* res = r.opt_obj("result")) p.result = *res;
+  p.elapsed_s = r.num(kElapsed, 0);
+  p.gpu_s = r.num(kGpu, 0);
+  if (const json* x = r.opt_obj(kExecutor)) p.executor = x->get<ExecutorRef>();
+}
+
 // -- eval.submitted / executor.*
 
 void to_json(json& j, const EvalSubmitted& p) {
@@ -1009,6 +1031,10 @@ const std::vector<TypeInfo>& all_types() {
       {EvalFinished::kType,
        EvalFinished::kVersion,
        {"candidate", "cache_key", "strategy", "cached", "shared?", "status", "result", "elapsed_s",
+        "gpu_s", "executor?{name, where, node?}"}},
+      {EvalRemeasured::kType,
+       EvalRemeasured::kVersion,
+       {"candidate", "cache_key", "index", "phase", "seed", "status", "result", "elapsed_s",
         "gpu_s", "executor?{name, where, node?}"}},
       {EvalSubmitted::kType,
        EvalSubmitted::kVersion,

@@ -300,6 +300,28 @@ struct EvalFinished {
   std::optional<ExecutorRef> executor;  // absent when cached or run in-process without one
 };
 
+// One more evaluation of a candidate that was already evaluated, on fresh inputs (its own seed),
+// so that the figure announced for it is a median over draws rather than the one draw that made it
+// look best (docs/evaluation.md, "Confirmed best"). Run by the runner, not a tool: `phase` says why
+// (kBest: its first draw would have become the run's best; kFinal: the top few at the run's end).
+// Each is durable before the next begins; a resumed or replayed run serves those done from the log.
+struct EvalRemeasured {
+  static constexpr const char* kType = "eval.remeasured";
+  static constexpr int kVersion = 1;
+  static constexpr const char* kBest = "best";
+  static constexpr const char* kFinal = "final";
+  std::string candidate;  // required: candidate hash
+  std::string cache_key;  // the candidate's first evaluation's
+  int64_t index = 0;      // 0-based: which re-measurement of this candidate
+  std::string phase = kBest;
+  int64_t seed = 0;  // MARATHON_EVAL_SEED the evaluator was given
+  EvalStatus status = EvalStatus::kOk;
+  json result = json::object();  // the evaluator's object as recorded (core/eval_result.h reads it)
+  double elapsed_s = 0;
+  double gpu_s = 0;
+  std::optional<ExecutorRef> executor;
+};
+
 // A Ray job about to be submitted for an evaluation (src/eval/ray_executor.h): durable before the
 // submit request, so that a resumed runner finds the job by its submission id instead of
 // submitting it again. Fold reads nothing from it.
@@ -523,6 +545,7 @@ MARATHON_EVENT_JSON(ToolFinished)
 MARATHON_EVENT_JSON(WorkspaceWritten)
 MARATHON_EVENT_JSON(ExecutorRef)
 MARATHON_EVENT_JSON(EvalFinished)
+MARATHON_EVENT_JSON(EvalRemeasured)
 MARATHON_EVENT_JSON(EvalSubmitted)
 MARATHON_EVENT_JSON(ExecutorJobLost)
 MARATHON_EVENT_JSON(ExecutorSlotQuarantined)

@@ -33,6 +33,7 @@ void on_created(State& s, const Event& e, const RunCreated& p) {
   s.task = p.task;
   s.config = p.config;
   if (p.task_dir) s.config["task_dir"] = *p.task_dir;
+  s.confirm.settings = confirm_settings(s.config);
   if (p.replay_of) s.replay_of = p.replay_of->run_id;
   if (p.goal) {
     s.goal.objective = p.goal->objective;
@@ -114,7 +115,10 @@ void on_eval_finished(State& s, const Event& e, const EvalFinished& p) {
 
   bool counts =
       p.status == EvalStatus::kOk && r.correct && !r.has_violations() && r.score.has_value();
-  if (counts && improves(s.goal.direction, *r.score, s.best_score)) {
+  // With confirmation on, an improvement is announced by the re-measurements (eval.remeasured).
+  if (!confirm_on_evaluation(s, p, e.seq, r)) {
+    s.evals_since_improvement += 1;
+  } else if (counts && improves(s.goal.direction, *r.score, s.best_score)) {
     s.best_score = r.score;
     s.best_candidate = p.candidate;
     s.evals_since_improvement = 0;
@@ -134,6 +138,16 @@ void on_eval_finished(State& s, const Event& e, const EvalFinished& p) {
   l.figures = r.metrics;
   l.figures.update(r.figures);
   s.ledger.push_back(std::move(l));
+}
+
+void on_eval_remeasured(const Event& e, State& s, const EvalRemeasured& p) {
+  EvalResult r;
+  try {
+    r = read_eval_result(p.result);
+  } catch (const PayloadError& ex) {
+    throw PayloadError(e.type, "result." + ex.field(), ex.problem());
+  }
+  confirm_on_remeasured(s, p, r);
 }
 
 void on_goal_changed(State& s, const GoalChanged& p) {
@@ -191,6 +205,8 @@ void apply_typed(State& s, const Event& e) {
     }
   } else if (is<EvalFinished>(e)) {
     on_eval_finished(s, e, e.payload.get<EvalFinished>());
+  } else if (is<EvalRemeasured>(e)) {
+    on_eval_remeasured(e, s, e.payload.get<EvalRemeasured>());
   } else if (is<CandidateImported>(e)) {
     auto p = e.payload.get<CandidateImported>();
     s.candidates[p.candidate] = std::move(p.files);

@@ -11,7 +11,7 @@ namespace marathon {
 // The version of fold()'s meaning and of State's checkpoint form (core/state_json.h). Bump it when
 // apply() treats any event differently or State gains, loses or changes a field: checkpoints of
 // another version are then ignored (the log is folded from its first event instead).
-inline constexpr int kFoldVersion = 7;
+inline constexpr int kFoldVersion = 8;
 
 // Applies one event to the state. Unknown event types are ignored (forward compatible within a
 // schema version); a known type with a malformed payload throws std::invalid_argument naming the

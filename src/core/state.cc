@@ -83,6 +83,8 @@ json to_json(const State& s) {
       {"best_score", opt(s.best_score)},
       {"best_candidate", s.best_candidate.empty() ? json(nullptr) : json(s.best_candidate)},
       {"baseline_score", opt(s.baseline_score)},
+      // The best's re-measurements and spread, ties, what is owed, the verdict on the baseline.
+      {"confirmation", confirmation_json(s)},
       {"done", s.done},
       {"paused", s.paused},
       {"finish_reason", s.finish_reason},

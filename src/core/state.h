@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/compaction_log.h"
+#include "core/confirmation.h"
 #include "core/events.h"
 #include "core/token_fit.h"
 #include "core/turn_tracker.h"
@@ -108,10 +109,13 @@ struct State {
   int64_t evaluations = 0;           // eval.finished events (cached or not)
   int64_t evaluations_executed = 0;  // of those, actually executed (not served from cache)
   int64_t evals_since_improvement = 0;
+  // The run's best: with confirmation on (config.confirm, core/confirmation.h) the median of the
+  // best candidate's re-measurements, announced once they are in; else the best first draw.
   std::optional<double> best_score;
   std::string best_candidate;              // candidate hash
   std::optional<double> baseline_score;    // first correct evaluation's baseline, if reported
   std::map<std::string, json> eval_cache;  // cache key -> result (what resume consults)
+  Confirmations confirm;                   // first draws, re-measurements, what is owed
 
   std::vector<LedgerEntry> ledger;
   std::map<std::string, std::string> workspace;  // path -> blob sha256 (current file versions)

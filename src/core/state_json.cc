@@ -11,7 +11,7 @@ namespace {
 #if defined(__GLIBCXX__) && defined(__x86_64__) && !defined(_GLIBCXX_DEBUG)
 // A field added to State (or to a struct inside it) must be added here and to state_from_json, and
 // kFoldVersion bumped: otherwise a checkpoint silently loses it. This trips when the size changes.
-static_assert(sizeof(State) == 1984 && sizeof(GoalState) == 136 && sizeof(LedgerEntry) == 152 &&
+static_assert(sizeof(State) == 2128 && sizeof(GoalState) == 136 && sizeof(LedgerEntry) == 152 &&
                   sizeof(InFlightTool) == 88 && sizeof(CompactionLog) == 776 &&
                   sizeof(TokenRatioFit) == 104 && sizeof(TurnTracker) == 144 &&
                   sizeof(BudgetUsed) == 72 && sizeof(BudgetLimits) == 40,
@@ -152,6 +152,7 @@ json state_to_json(const State& s) {
       {"best_candidate", s.best_candidate},
       {"baseline_score", opt(s.baseline_score, "baseline_score")},
       {"eval_cache", std::move(eval_cache)},
+      {"confirm", checked(to_json(s.confirm), "confirm")},
       {"ledger", std::move(ledger)},
       {"workspace", s.workspace},
       {"candidates", s.candidates},
@@ -228,6 +229,15 @@ State state_from_json(json j) {
   s.baseline_score = in.at("baseline_score").opt_num();
   for (auto& [k, v] : in.at("eval_cache").object().items()) {
     s.eval_cache.emplace_hint(s.eval_cache.end(), k, std::move(v));
+  }
+
+  {
+    In confirm = in.at("confirm");
+    try {
+      s.confirm = confirmations_from_json(confirm.raw());
+    } catch (const std::exception& e) {
+      confirm.fail(e.what());
+    }
   }
 
   In ledger = in.at("ledger");

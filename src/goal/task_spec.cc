@@ -245,6 +245,22 @@ void read_goal(TableReader& top, TaskSpec& spec) {
     if (auto why = target_problem(*spec.goal.target)) r.fail("target", r.get("target"), *why);
   }
   spec.finish_needs_correct_evaluation = r.boolean("finish_needs_correct_evaluation", true);
+  auto count = [&](const char* key, int64_t dflt, int64_t max) {
+    std::optional<double> v = r.number(key, false);
+    if (!v) return dflt;
+    if (*v != std::floor(*v) || *v < 0 || *v > static_cast<double>(max)) {
+      r.fail(key, r.get(key), "must be a whole number from 0 to " + std::to_string(max));
+    }
+    return static_cast<int64_t>(*v);
+  };
+  spec.goal.confirm = count("confirm", spec.goal.confirm, 100);
+  spec.goal.confirm_top = count("confirm_top", spec.goal.confirm_top, 100);
+  if (std::optional<double> share = r.number("confirm_share", false)) {
+    if (!(*share > 0 && *share <= 1)) {
+      r.fail("confirm_share", r.get("confirm_share"), "must be a number in (0, 1]");
+    }
+    spec.goal.confirm_share = *share;
+  }
   r.reject_unknown();
 }
 
@@ -415,6 +431,10 @@ json to_json(const TaskSpec& s) {
   if (s.goal.target) goal["target"] = *s.goal.target;
   // Only when lifted: the default leaves the canonical form (and the result cache keys) as it was.
   if (!s.finish_needs_correct_evaluation) goal["finish_needs_correct_evaluation"] = false;
+  const GoalSpec dflt;
+  if (s.goal.confirm != dflt.confirm) goal["confirm"] = s.goal.confirm;
+  if (s.goal.confirm_share != dflt.confirm_share) goal["confirm_share"] = s.goal.confirm_share;
+  if (s.goal.confirm_top != dflt.confirm_top) goal["confirm_top"] = s.goal.confirm_top;
   json files = {{"starter_dir", s.starter_dir}, {"starter", s.starter}, {"editable", s.editable}};
   if (!s.writable.empty()) files["writable"] = s.writable;
   return {{"name", s.name},

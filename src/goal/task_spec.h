@@ -43,6 +43,13 @@ struct GoalSpec {
   std::string metric;
   Direction direction = Direction::kMax;
   std::optional<double> target;
+  // Confirmed best (docs/evaluation.md): re-measurements of a candidate before it is announced as
+  // the best (0: none), their budget (a share of max_tool_calls and max_gpu_s), and how many of
+  // the top candidates the run's end confirms. to_json() names each only when it is not the
+  // default (core/confirmation.h).
+  int64_t confirm = 3;
+  double confirm_share = 0.5;
+  int64_t confirm_top = 3;
 };
 
 struct TaskSpec {

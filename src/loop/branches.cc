@@ -146,8 +146,11 @@ class Coordinator {
         std::fflush(stdout);
       }
     }
-    if (is<events::EvalFinished>(e) && s.best_score &&
-        s.best_candidate == payload_of<events::EvalFinished>(e).candidate && new_run_best(s)) {
+    // The best moves at an evaluation, or (confirmation on) at the re-measurement that confirms it.
+    std::string evaluated;
+    if (is<events::EvalFinished>(e)) evaluated = payload_of<events::EvalFinished>(e).candidate;
+    if (is<events::EvalRemeasured>(e)) evaluated = payload_of<events::EvalRemeasured>(e).candidate;
+    if (!evaluated.empty() && s.best_score && s.best_candidate == evaluated && new_run_best(s)) {
       for (size_t j = 0; j < mirrors_.size(); ++j) {
         if (int(j) == i) continue;
         try {

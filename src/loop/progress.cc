@@ -14,9 +14,20 @@ namespace {
 
 std::string short_hash(const std::string& h) { return h.substr(0, 12); }
 
+std::string short_number(double v) { return fmt::format("{:.4g}", v); }
+
 std::string score_text(const State& s) {
   if (!s.best_score) return "best: none yet";
   return fmt::format("best {} {:.4g} ({})", s.goal.metric, *s.best_score,
+                     short_hash(s.best_candidate));
+}
+
+// The best with its spread (core/confirmation.h), for the summary.
+std::string confirmed_best_text(const State& s) {
+  if (!s.best_score) return "best: none yet";
+  std::optional<Figure> f = best_figure(s);
+  return fmt::format("best {} {} (candidate {})", s.goal.metric,
+                     f ? figure_text(*f, short_number) : short_number(*s.best_score),
                      short_hash(s.best_candidate));
 }
 
@@ -53,6 +64,15 @@ std::string progress_line(const Event& e, const State& s, bool with_tool_calls) 
     line = fmt::format("           eval #{} {} {}, {} {} [{}{}] | {}", s.evaluations,
                        short_hash(p.candidate), verdict, s.goal.metric, score, to_string(p.status),
                        p.cached ? ", cached" : "", score_text(s));
+  } else if (is<EvalRemeasured>(e)) {
+    auto p = payload_of<EvalRemeasured>(e);
+    EvalResult r = read_eval_result(p.result);
+    std::string score =
+        r.correct && r.score ? fmt::format("{:.4g}", *r.score) : (r.correct ? "-" : "NOT correct");
+    std::optional<Figure> f = figure_of(s, p.candidate);
+    line = fmt::format("           re-measure {} #{} ({}) {} {} [{}] | now {} | {}",
+                       short_hash(p.candidate), p.index + 1, p.phase, s.goal.metric, score,
+                       to_string(p.status), f ? figure_text(*f, short_number) : "-", score_text(s));
   } else if (is<BudgetWarned>(e)) {
     auto p = payload_of<BudgetWarned>(e);
     line = fmt::format("           budget: {} at {:.6g} of {:.6g}", p.which, p.used, p.limit);

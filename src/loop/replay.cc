@@ -109,6 +109,21 @@ LoggedResultFn logged_results(std::vector<Event> original, const EventStore& fro
   };
 }
 
+std::function<std::optional<EvalRemeasured>(const RemeasureDue&)> logged_remeasurements(
+    const std::vector<Event>& original) {
+  auto logged = std::make_shared<std::map<std::pair<std::string, int64_t>, EvalRemeasured>>();
+  for (const Event& e : original) {
+    if (!is<EvalRemeasured>(e)) continue;
+    EvalRemeasured p = payload_of<EvalRemeasured>(e);
+    logged->emplace(std::make_pair(p.candidate, p.index), std::move(p));
+  }
+  return [logged](const RemeasureDue& due) -> std::optional<EvalRemeasured> {
+    auto it = logged->find({due.candidate, due.index});
+    if (it == logged->end()) return std::nullopt;
+    return it->second;
+  };
+}
+
 std::unique_ptr<EventStore> create_replay_run(const fs::path& from_dir, const fs::path& to_dir,
                                               std::vector<Event>* original,
                                               std::unique_ptr<EventStore>* from_store) {
@@ -198,6 +213,7 @@ RunReport drive_replay(EventStore& store, const fs::path& to_dir,
   policy.set_on_ask(inject);
   DriveOptions options{quiet, logged_results(original, from, store)};
   options.between_steps = inject;
+  options.logged_remeasure = logged_remeasurements(original);
   RunReport report = drive(store, to_dir, policy, options, final_state);
   // Pauses that were resumed (a resume after a kill, with no pause before it, is not one).
   const auto resumed_pauses = [](const std::vector<Event>& events) {
@@ -242,6 +258,13 @@ json comparable_state(const State& s) {
   }
   json in_flight = json::array();
   for (const auto& [id, f] : s.in_flight) in_flight.push_back({{"call_id", id}, {"name", f.name}});
+  json confirmation = confirmation_json(s);
+  json samples = json::object();
+  for (const auto& [cand, m] : s.confirm.candidates) {
+    samples[cand] = {{"first", m.first},   {"samples", m.samples}, {"remeasured", m.remeasured},
+                     {"failed", m.failed}, {"closed", m.closed},   {"lost", m.lost}};
+  }
+  confirmation["candidates"] = std::move(samples);
   const BudgetUsed& u = s.used;
   return {{"task", s.task},
           {"goal",
@@ -266,6 +289,7 @@ json comparable_state(const State& s) {
           {"best_score", s.best_score ? json(*s.best_score) : json(nullptr)},
           {"best_candidate", s.best_candidate},
           {"baseline_score", s.baseline_score ? json(*s.baseline_score) : json(nullptr)},
+          {"confirmation", confirmation},
           {"eval_cache", cache},
           {"ledger", ledger},
           {"workspace", s.workspace},

@@ -24,6 +24,11 @@ const std::set<std::string>& offline_irreproducible_tools();
 // the effect events it caused. Blobs the result references are copied from `from` into `to`.
 LoggedResultFn logged_results(std::vector<Event> original, const EventStore& from, EventStore& to);
 
+// The original's re-measurements (eval.remeasured) by candidate and index: a replay serves each
+// from here instead of running the evaluator again.
+std::function<std::optional<events::EvalRemeasured>(const RemeasureDue&)> logged_remeasurements(
+    const std::vector<Event>& original);
+
 // Creates the replay run in `to_dir`: run.created copied from the original (new run_id, with
 // `replay_of`), the starter workspace.written events and every blob the original references.
 // Returns the new store; `original` receives the original's events.

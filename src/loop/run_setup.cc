@@ -58,6 +58,11 @@ events::RunCreated run_created_payload(const TaskSpec& task, const NewRunOptions
   if (!o.api_key_env.empty()) config["api_key_env"] = o.api_key_env;
   if (o.context_window) config["context_window"] = *o.context_window;
   if (o.model_timeout_s) config["model_timeout_s"] = *o.model_timeout_s;
+  // Confirmed best (core/confirmation.h): how the run re-measures a would-be best, from the task.
+  if (!config.contains("confirm")) {
+    config["confirm"] =
+        confirm_config({task.goal.confirm, task.goal.confirm_share, task.goal.confirm_top});
+  }
   p.task_dir = config["task_dir"].get<std::string>();
   p.config = std::move(config);
 

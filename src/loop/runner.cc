@@ -15,6 +15,7 @@
 #include "goal/budget.h"
 #include "loop/stops.h"
 #include "loop/tool_call_log.h"
+#include "tools/remeasure.h"
 
 namespace marathon {
 
@@ -58,10 +59,21 @@ NewEvent user_message(std::string reason, std::string content) {
   return make_event(m);
 }
 
+std::string short_number(double v) { return fmt::format("{:.4g}", v); }
+
 std::string best_text(const State& s) {
   if (!s.best_score) return "no correct evaluation yet";
-  return fmt::format("best {} {:.4g} (candidate {})", s.goal.metric, *s.best_score,
-                     s.best_candidate.substr(0, 12));
+  std::optional<Figure> f = best_figure(s);
+  std::string out = fmt::format("best {} {} (candidate {})", s.goal.metric,
+                                f ? figure_text(*f, short_number) : short_number(*s.best_score),
+                                s.best_candidate.substr(0, 12));
+  if (std::string b = baseline_text(s, short_number); !b.empty()) out += "; " + b;
+  return out;
+}
+
+// A budget whose use a re-measurement adds to: the final confirmation is not run past it.
+bool spent_by_evaluations(const StopDecision& d) {
+  return d.exhausted && (d.exhausted->which == "wall_time" || d.exhausted->which == "gpu_time");
 }
 
 }  // namespace
@@ -138,10 +150,36 @@ ToolContext Runner::tool_context(int64_t started_seq) {
   ctx.log_now = [this](const NewEvent& e) { append({e}); };
   ctx.call_key = fmt::format("{}-{}", state_.run_id, started_seq);
   ctx.shared_results = hooks_.shared_results;
+  ctx.confirm_final = [this] { confirm_final(); };
   return ctx;
 }
 
-std::optional<RunReport> Runner::check_stops() {
+void Runner::remeasure_one(const RemeasureDue& due) {
+  std::optional<EvalRemeasured> p =
+      hooks_.logged_remeasure ? hooks_.logged_remeasure(due) : std::nullopt;
+  if (!p) {
+    spdlog::info("re-measuring candidate {} ({} #{})", due.candidate.substr(0, 12), due.phase,
+                 due.index + 1);
+    ToolContext ctx = tool_context(0);
+    ctx.confirm_final = nullptr;
+    Timer t(&stats_.tools_s);
+    p = remeasure(state_, due, store_, ctx);
+  }
+  append({make_event(*p)});
+}
+
+void Runner::confirm_final() {
+  // Each re-measurement moves the confirmation on (a candidate's count, or the budget's); the
+  // guard only keeps a damaged state from looping here.
+  for (int i = 0; i < 100000; ++i) {
+    if (hooks_.interrupted && hooks_.interrupted()) return;
+    std::optional<RemeasureDue> due = final_confirmation_due(state_);
+    if (!due) return;
+    remeasure_one(*due);
+  }
+}
+
+std::optional<RunReport> Runner::check_stops(bool* stepped) {
   BudgetUsed used = state_.used;
   used.wall_s = wall_s();
   if (hooks_.shared_budget) used = hooks_.shared_budget(used);
@@ -165,6 +203,7 @@ std::optional<RunReport> Runner::check_stops() {
     case K::kInterrupted:
       return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
     case K::kStopRequested:
+      confirm_final();
       return pause("stopped", fmt::format("stopped on request ({}); `marathon resume` carries on",
                                           state_.stop_requested->empty() ? "no reason given"
                                                                          : *state_.stop_requested));
@@ -174,9 +213,12 @@ std::optional<RunReport> Runner::check_stops() {
     case K::kGoalCleared:
       return finish("goal_cleared", "the goal was cleared");
     case K::kTarget:
+      confirm_final();
       return finish("target", fmt::format("target {:.4g} reached: {}", *state_.goal.target,
                                           best_text(state_)));
     case K::kBudget:
+      // Re-measurements take wall and GPU time: with either used up the run ends as it stands.
+      if (!spent_by_evaluations(d)) confirm_final();
       return finish("budget",
                     fmt::format("{} budget used up ({:.6g} of {:.6g}); {}", d.exhausted->which,
                                 d.exhausted->used, d.exhausted->limit, best_text(state_)));
@@ -192,6 +234,11 @@ std::optional<RunReport> Runner::check_stops() {
                                                    budget_line(state_.limits, used), predicted)));
   }
   if (!notes.empty()) append(std::move(notes));
+  // A would-be best is re-measured before anything else happens (the next call, the next prompt).
+  if (std::optional<RemeasureDue> due = confirmation_due(state_)) {
+    remeasure_one(*due);
+    *stepped = true;
+  }
   return std::nullopt;
 }
 
@@ -508,7 +555,9 @@ RunReport Runner::run() {
   while (true) {
     if (hooks_.between_steps) hooks_.between_steps();
     sync();
-    if (std::optional<RunReport> stop = check_stops()) return *stop;
+    bool stepped = false;
+    if (std::optional<RunReport> stop = check_stops(&stepped)) return *stop;
+    if (stepped) continue;
     if (!state_.in_flight.empty()) {
       recover_in_flight();
       continue;

@@ -63,6 +63,8 @@ struct RunnerHooks {
   // Called before each step (replay: appends what others appended to the original at this point,
   // e.g. a manual compaction request or a goal verb, which the runner then reads as it would).
   std::function<void()> between_steps;
+  // Replay: the logged eval.remeasured of a re-measurement the replay owes (nullopt: run it).
+  std::function<std::optional<events::EvalRemeasured>(const RemeasureDue&)> logged_remeasure;
 };
 
 enum class RunOutcome { kFinished, kPaused, kFailed };
@@ -134,7 +136,14 @@ class Runner {
                                         const std::string& except_id = "") const;
   void observe(const Event& e);
   void sync();
-  std::optional<RunReport> check_stops();
+  // The stop due now, if any; a re-measurement owed in its place sets *stepped (the step was
+  // that re-measurement).
+  std::optional<RunReport> check_stops(bool* stepped);
+  // One re-measurement (core/confirmation.h), appended before anything else is done.
+  void remeasure_one(const RemeasureDue& due);
+  // The final confirmation: the re-measurements final_confirmation_due asks for, one after the
+  // other, until none is owed or a signal asks the runner to stop.
+  void confirm_final();
   void recover_in_flight();
   void run_call(const LoggedToolCall& call);
   std::optional<RunReport> ask_policy();

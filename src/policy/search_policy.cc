@@ -161,7 +161,13 @@ std::map<KnobConfig, double> search_results(const std::vector<Knob>& knobs, cons
     std::optional<KnobConfig> c = parse_config_text(knobs, l.text);
     if (!c || out.count(*c)) continue;
     bool counts = l.correct.value_or(false) && l.score.has_value() && l.failure.empty();
-    out[*c] = counts ? -better_first_key(state.goal.direction, *l.score) : kFailed;
+    double score = counts ? *l.score : 0;
+    // A re-measured configuration counts by its median; one incorrect on fresh inputs, as failed.
+    if (std::optional<Figure> f = counts ? figure_of(state, l.candidate) : std::nullopt) {
+      if (f->failed) counts = false;
+      if (f->samples > 0) score = f->value;
+    }
+    out[*c] = counts ? -better_first_key(state.goal.direction, score) : kFailed;
   }
   return out;
 }
@@ -228,6 +234,7 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
   std::optional<KnobConfig> best;
   double best_v = kFailed;
   std::optional<KnobConfig> last;
+  std::optional<KnobConfig> run_best;  // the configuration of the run's (confirmed) best
   for (const LedgerEntry& l : s.ledger) {
     if (l.kind != LedgerKind::kAttempt) continue;
     auto c = parse_config_text(knobs_, l.text);
@@ -235,7 +242,22 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
     last = c;
     double v = results.at(*c);
     if (!best || v > best_v) best = c, best_v = v;
+    if (!s.best_candidate.empty() && l.candidate == s.best_candidate) run_best = c;
   }
+  // With confirmation on, the best is the run's: the median that beat the others beyond noise
+  // (a configuration within noise of it is a tie, not a better one).
+  if (s.confirm.settings.n > 0 && run_best && s.best_score) {
+    best = run_best;
+    best_v = -better_first_key(s.goal.direction, *s.best_score);
+  }
+  // The spread of the best, for the texts ("4.9 (median of 3 re-measurements, ...)").
+  auto best_value_text = [&](double v) {
+    std::optional<Figure> f = best_figure(s);
+    if (f && best == run_best && s.confirm.settings.n > 0) {
+      return figure_text(*f, [](double x) { return fmt::format("{:.4g}", x); });
+    }
+    return score_text(v, minimise);
+  };
 
   // Stuck guard: evaluate calls that left no attempt in the ledger (e.g. a failing tool).
   int64_t evaluate_calls = 0, attempts = 0;
@@ -266,7 +288,7 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
     std::string summary =
         best && !std::isinf(best_v)
             ? fmt::format("Search finished ({}): best {} = {} after {} evaluations.", why,
-                          config_text(knobs_, *best), score_text(best_v, minimise), results.size())
+                          config_text(knobs_, *best), best_value_text(best_v), results.size())
             : fmt::format("Search finished ({}): no correct configuration in {} evaluations.", why,
                           results.size());
     calls.push_back(tool_call(id_base + "-f", "finish", {{"summary", summary}}));
@@ -285,7 +307,7 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
 
   if (why_stop.empty()) {
     std::string best_txt = best ? fmt::format("best so far {} = {}", config_text(knobs_, *best),
-                                              score_text(best_v, minimise))
+                                              best_value_text(best_v))
                                 : "nothing evaluated yet";
     std::string stage =
         step.round == 0 ? "round 0 (initial sample)"
@@ -298,9 +320,8 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
   // Done: leave the best configuration in the workspace (its evaluation is a cache hit), then
   // finish.
   if (best && !std::isinf(best_v) && last != best && room >= per_eval + 1) {
-    evaluate(*best,
-             fmt::format("Search done ({}). Restoring the best configuration {} = {}.", why_stop,
-                         config_text(knobs_, *best), score_text(best_v, minimise)));
+    evaluate(*best, fmt::format("Search done ({}). Restoring the best configuration {} = {}.",
+                                why_stop, config_text(knobs_, *best), best_value_text(best_v)));
     return reply;
   }
   // On a GPU task, profile the best configuration once before finishing (the report and the
@@ -310,9 +331,8 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
     calls.push_back(tool_call(id_base + "-p", "profile", json::object()));
     reply.message = {
         {"role", "assistant"},
-        {"content",
-         fmt::format("Search done ({}). Profiling the best configuration {} = {}.", why_stop,
-                     config_text(knobs_, *best), score_text(best_v, minimise))},
+        {"content", fmt::format("Search done ({}). Profiling the best configuration {} = {}.",
+                                why_stop, config_text(knobs_, *best), best_value_text(best_v))},
         {"tool_calls", calls}};
     return reply;
   }

@@ -95,6 +95,8 @@ json run_row(const std::string& id, const RunView& v, RunPhase phase, int64_t no
           {"best_score", opt(s.best_score)},
           {"best_candidate", s.best_candidate},
           {"baseline_score", opt(s.baseline_score)},
+          // The best's re-measurements and spread, ties, the verdict on the baseline.
+          {"confirmation", confirmation_json(s)},
           {"goal", goal_json(s)},
           {"evaluations", s.evaluations},
           {"events", s.last_seq},

@@ -151,6 +151,15 @@ void RunView::observe(const Event& e, const State& s, bool full) {
       }
     }
   }
+  // A re-measurement that moves the best (confirmation, core/confirmation.h): the latest
+  // evaluation shows the best from then on.
+  if (e.type == events::EvalRemeasured::kType && !evaluations_.empty() &&
+      evaluations_.back().best_after != s.best_score) {
+    Evaluation& last = evaluations_.back();
+    last.best_after = s.best_score;
+    last.updated_seq = std::max(last.updated_seq, e.seq);
+    last.json_text.clear();
+  }
   if (auto m = marker_fields(e)) {
     markers_.push_back({e.seq, e.recorded_at_us, s.used.tool_calls, s.used.wall_s, *m});
   }

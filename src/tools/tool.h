@@ -34,6 +34,9 @@ struct ToolContext {
   std::string call_key;
   // The results of the run's other branches (src/eval/shared_results.h); null: a single branch.
   eval::SharedResults* shared_results = nullptr;
+  // The run's final confirmation (core/confirmation.h): re-measures the top candidates, each
+  // re-measurement logged before the next; `finish` calls it before it ends the run. Empty: none.
+  std::function<void()> confirm_final;
 };
 
 struct ToolResult {

@@ -33,6 +33,8 @@ std::string num(const json& v) {
   return v.is_null() ? "-" : v.dump();
 }
 
+std::string short_num(double v) { return fmt::format("{:.4g}", v); }
+
 std::string metrics_text(const json& m) {
   if (!m.is_object() || m.empty()) return "";
   std::string s;
@@ -61,12 +63,28 @@ std::string describe_evaluation(const events::EvalFinished& p, const State& befo
   out += fmt::format("correct: {} | {}: {}", r.correct ? "yes" : "NO",
                      before.goal.metric.empty() ? "score" : before.goal.metric,
                      r.score ? num(*r.score) : num(json()));
+  if (r.score_ci_low && r.score_ci_high) {
+    out += fmt::format(" (within this evaluation: {} to {})", num(*r.score_ci_low),
+                       num(*r.score_ci_high));
+  }
   if (r.baseline_score) out += fmt::format(" (baseline {})", num(*r.baseline_score));
   if (before.best_score) {
-    out += fmt::format(" | best before: {} ({})", num(*before.best_score),
+    std::optional<Figure> f = best_figure(before);
+    out += fmt::format(" | best before: {} ({})",
+                       f ? figure_text(*f, short_num) : num(*before.best_score),
                        before.best_candidate.substr(0, 12));
   }
   out += "\n";
+  const int64_t n = before.confirm.settings.n;
+  const bool counts = p.status == EvalStatus::kOk && r.correct && !r.has_violations() && r.score;
+  if (n > 0 && counts && !before.confirm.candidates.count(p.candidate) &&
+      improves(before.goal.direction, *r.score, before.best_score)) {
+    out += fmt::format(
+        "this draw would be the new best: the candidate is re-measured {} more time(s) on fresh "
+        "inputs before it is announced, and the median of those is its figure (the goal block "
+        "shows it)\n",
+        n);
+  }
   if (r.violations.is_array() && !r.violations.empty()) {
     out += "violations (this result never counts as an improvement): " + r.violations.dump() + "\n";
   }

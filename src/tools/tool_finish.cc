@@ -20,6 +20,8 @@ std::string finish_refusal(const State* state) {
 
 namespace {
 
+std::string short_number(double v) { return fmt::format("{:.4g}", v); }
+
 class FinishTool : public Tool {
  public:
   std::string name() const override { return "finish"; }
@@ -43,12 +45,20 @@ class FinishTool : public Tool {
       return r;
     }
     std::string summary = args.at("summary").get<std::string>();
+    // The top candidates are re-measured before the run ends (each logged as it is done), so the
+    // best this reports is the confirmed one.
+    if (ctx.confirm_final) ctx.confirm_final();
     r.finishes_run = true;
     r.events.push_back(make_event(events::RunFinished{"finish", summary}));
     std::string best = "no correct evaluation";
     if (ctx.state && ctx.state->best_score) {
-      best = fmt::format("best score {:.4g} (candidate {})", *ctx.state->best_score,
-                         ctx.state->best_candidate.substr(0, 12));
+      const State& s = *ctx.state;
+      std::optional<Figure> f = best_figure(s);
+      best = fmt::format("best score {} (candidate {})",
+                         f ? figure_text(*f, short_number) : short_number(*s.best_score),
+                         s.best_candidate.substr(0, 12));
+      if (std::string ties = ties_text(s, short_number); !ties.empty()) best += "; " + ties;
+      if (std::string b = baseline_text(s, short_number); !b.empty()) best += "; " + b;
     }
     r.output = fmt::format("run finished; {}", best);
     return r;
