@@ -7,7 +7,8 @@ add_executable(marathon_core_cli
   ${CMAKE_CURRENT_LIST_DIR}/helpers/core_cli_main.cc
   ${CMAKE_SOURCE_DIR}/src/cli/cmd_status.cc
   ${CMAKE_SOURCE_DIR}/src/cli/cmd_log.cc
-  ${CMAKE_SOURCE_DIR}/src/cli/cmd_fork.cc)
+  ${CMAKE_SOURCE_DIR}/src/cli/cmd_fork.cc
+  ${CMAKE_SOURCE_DIR}/src/cli/usage.cc)
 target_link_libraries(marathon_core_cli PRIVATE marathon_loop CLI11::CLI11)
 
 add_executable(core_crash_writer ${CMAKE_CURRENT_LIST_DIR}/helpers/crash_writer.cc)
