@@ -1,10 +1,12 @@
 """The generic evaluator of a repository task (docs/tasks.md, "A task from your own repository").
 
 A repository task is a snapshot of a repository (the task's starter folder, committed files only)
-plus shell commands: a metric command whose last line of output is the number to optimise, an
-optional check command that must pass, an optional guard command that prints rule violations.
+plus shell commands: a metric command (the number on the last line of its output, or the seconds
+it takes, timed here), an optional check command that must pass, an optional guard command that
+prints rule violations, an optional integrity command that must pass after the check.
 This program runs inside the evaluator's sandbox (docs/evaluation.md) and never writes anywhere
-but its scratch folder:
+but its scratch folder (and, before each command, removes runner-steering files that an earlier
+command created in the folders above the tree):
 
 1. It rebuilds the tree to judge in scratch: the clean snapshot, with the candidate's editable
    files (the task's `files.editable` globs) copied over it; an editable snapshot file missing
@@ -12,34 +14,50 @@ but its scratch folder:
    non-editable file cannot change the verdict, so the verdict is a function of the candidate
    hash that the result cache keys on.
 2. An editable file matching `[rules].protected` that differs from the snapshot (changed, added or
-   deleted) is a violation; nothing is run.
+   deleted) is a violation; so is any change, addition or deletion of a file that steers a test
+   runner or an interpreter (STEERING: conftest.py, pytest.ini, sitecustomize.py, *.pth, ...),
+   wherever it is, and a new top-level module named like a standard library one; nothing is run.
 3. The guard command (optional) runs; each line it prints is a violation.
-4. The check command (optional) runs; a non-zero exit makes the candidate incorrect.
-5. The metric command runs `[rules].runs` times; the score is the median, the spread is reported.
+4. The check command (optional) runs; a non-zero exit makes the candidate incorrect. With
+   `[rules].canary` (a test folder), it runs again with a failing test added there and must fail:
+   a candidate whose code makes the test runner report failures as passes is a violation.
+5. The integrity command (optional, `marathon init --guard`) runs; non-zero: incorrect.
+6. The metric command runs `[rules].runs` times; the score is the median, the spread is reported.
+   With `[rules].metric_kind = "wall_time"` the number is the seconds the command took, timed by
+   this program (a clock the candidate's processes cannot patch), and with
+   `[rules].metric_output` its output must hash as the starter's did.
 
 Before each command the tree is put back to what step 1 built (files the previous command, which
-ran the candidate's code, changed or deleted are rewritten; files it added are left), so a
-candidate cannot rewrite a measuring script or the sources between the check and the metric.
-Every process a command starts dies with its step: this program is a child subreaper, so a
-process that left the command's session (setsid) or double-forked is still found below it, and
-after each command every process below it is killed before the next step starts (a daemon the
-check started cannot stop the metric's tool and change the files it reads). It is also
-non-dumpable: the candidate's processes (same uid) cannot open its /proc/PID/fd or mem.
+ran the candidate's code, changed or deleted are rewritten; files it added are left, except
+steering files, bytecode and test-runner caches, which are removed), so a candidate cannot
+rewrite a measuring script or the sources between the check and the metric, nor plant a
+conftest.py or a .pyc for the next command. Every process a command starts dies with its step:
+this program is a child subreaper, so a process that left the command's session (setsid) or
+double-forked is still found below it, and after each command every process below it is killed
+before the next step starts (a daemon the check started cannot stop the metric's tool and change
+the files it reads). It is also non-dumpable: the candidate's processes (same uid) cannot open
+its /proc/PID/fd or mem.
 
 The commands run with `/bin/sh -c`, in the tree, with MARATHON_REPO_DIR (the clean snapshot),
 MARATHON_WORK_DIR (the tree) and the evaluator's own environment (MARATHON_TASK_DIR,
-MARATHON_EVAL_SEED when fixed, ...). Verdicts are results with exit status 0; only a failure of
-this program itself (an unreadable task.toml) exits non-zero.
+MARATHON_EVAL_SEED when fixed, ...), less PYTHONSTARTUP and PYTHONINSPECT, plus
+PYTHONNOUSERSITE=1, PYTHONDONTWRITEBYTECODE=1, a fresh PYTHONPYCACHEPREFIX and a fresh HOME for
+each command (nothing one command's Python writes is read by the next one's). Verdicts are
+results with exit status 0; only a failure of this program itself (an unreadable task.toml)
+exits non-zero.
 
 Standalone on purpose (the standard library only): `marathon init` copies this file into the
 task folders it writes, so a task keeps working when marathon moves.
 """
 
 import ctypes
+import fnmatch
+import hashlib
 import json
 import math
 import os
 import re
+import secrets
 import shutil
 import signal
 import stat
@@ -61,6 +79,146 @@ TAIL_CHARS = 1500  # of a failed command's output, for the model
 SLACK = 0.92  # share of the evaluator's timeout_s the commands may use, the rest for reporting
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+
+# Files that steer a test runner, a build tool or an interpreter rather than hold the code being
+# improved, matched on a path's last component(s) at any depth (fnmatch, case-sensitive). A
+# candidate can never add, change or delete one (the committed copies are used as they are), and
+# one that a command created is removed before the next command runs. docs/tasks.md lists them.
+STEERING = (
+    # Python: pytest's configuration and plugins, start-up hooks, bytecode, caches
+    "conftest.py",
+    "pytest.ini",
+    ".pytest.ini",
+    "tox.ini",
+    "setup.cfg",
+    "pyproject.toml",
+    "noxfile.py",
+    "sitecustomize.py",
+    "usercustomize.py",
+    "*.pth",
+    "*.pyc",
+    "*.pyo",
+    "__pycache__",
+    ".pytest_cache",
+    # JavaScript: npm/yarn settings, test-runner and transpiler configuration
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    "jest.config.*",
+    "vitest.config.*",
+    ".mocharc.*",
+    "babel.config.*",
+    ".babelrc",
+    # Go: a test file can hold a TestMain that decides the exit status of `go test`
+    "*_test.go",
+    # Rust: cargo's configuration (rustflags, a runner wrapping every test binary)
+    ".cargo/config",
+    ".cargo/config.toml",
+    # make reads GNUmakefile, then makefile, before Makefile: a new one replaces the committed one
+    "GNUmakefile",
+    "makefile",
+)
+STEERING_DIRS = ("__pycache__", ".pytest_cache")  # removed whole when a command left them
+
+
+def steering(path):
+    """The STEERING pattern that `path` (relative, '/'-separated) is or lies under, or None."""
+    parts = path.split("/")
+    for i, part in enumerate(parts):
+        if part in STEERING_DIRS and i < len(parts) - 1:
+            return part
+    for pattern in STEERING:
+        n = pattern.count("/") + 1
+        tail_ = "/".join(parts[-n:])
+        if len(parts) >= n and fnmatch.fnmatchcase(tail_, pattern):
+            return pattern
+    return None
+
+
+def shadowing_module(path, tree_files):
+    """The standard library module that an added file `path` would shadow, else None: a module
+    `name.py` or a package `name/__init__.py` in a folder that is not itself a package (such a
+    folder is the sys.path entry of a script in it, searched before the standard library)."""
+    parts = path.split("/")
+    if parts[-1] == "__init__.py" and len(parts) >= 2:
+        folder, stem = parts[:-2], parts[-2]
+    elif parts[-1].endswith(".py"):
+        folder, stem = parts[:-1], parts[-1][:-3]
+    else:
+        return None
+    if "/".join(folder + ["__init__.py"]) in tree_files:
+        return None
+    return stem if stem in getattr(sys, "stdlib_module_names", ()) else None
+
+
+# What a task's own code (the library and tests a guard inspects) must not touch: the ways out of
+# its module into the test runner's process (frames, sys.modules, builtins, the runner's modules).
+TAMPER_NAMES = {"__import__", "__builtins__", "exec", "eval", "compile", "open", "globals", "breakpoint"}
+TAMPER_NAMES |= {"setattr", "delattr", "vars", "__loader__", "__spec__"}
+TAMPER_ATTRS = {"f_back", "f_locals", "f_globals", "f_builtins", "f_code", "gi_frame", "cr_frame"}
+TAMPER_ATTRS |= {"ag_frame", "tb_frame", "tb_next", "_getframe", "modules", "sys", "os", "_os", "_sys"}
+TAMPER_ATTRS |= {"__globals__", "__builtins__", "__subclasses__", "__code__", "__closure__", "__dict__"}
+TAMPER_ATTRS |= {"__base__", "__bases__", "__mro__", "__loader__", "__spec__", "__import__"}
+TAMPER_ATTRS |= {"settrace", "setprofile", "excepthook", "displayhook", "_exit"}
+
+
+def python_tampering(source, allowed_modules=None, own_packages=(), denied_modules=()):
+    """Why a Python source may reach into the process that runs it (a test runner, a benchmark),
+    as lines: an import outside `allowed_modules` and `own_packages` (top-level names; None: any
+    module but `denied_modules`), a name or
+    attribute that leads to frames, sys.modules, builtins or other modules' globals, or an
+    assignment to an attribute of an imported module that is not one of `own_packages` (a patched
+    clock, a patched assertion). [] when none; a source that does not parse is a line too. For a
+    task's guard (tasks/flaky-tests, tasks/api-migration): a heuristic that raises the bar, not a
+    proof; the measurement itself should not run in the candidate's process where it can."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError) as e:
+        return [f"does not parse: {e}"]
+
+    def refused(root):
+        if allowed_modules is None:
+            return root in denied_modules
+        return root not in set(allowed_modules) | set(own_packages)
+
+    foreign = {}  # local name -> module it is bound to (not one of own_packages)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                root = a.name.split(".")[0]
+                if refused(root):
+                    out.append(f"imports {a.name}")
+                if root not in own_packages:
+                    foreign[a.asname or root] = a.name
+        elif isinstance(node, ast.ImportFrom):
+            root = (node.module or "").split(".")[0]
+            if node.level == 0 and refused(root):
+                out.append(f"imports from {node.module}")
+            if node.level == 0 and root not in own_packages:
+                for a in node.names:
+                    foreign[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Name) and node.id in TAMPER_NAMES:
+            out.append(f"uses {node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr in TAMPER_ATTRS:
+            out.append(f"reaches .{node.attr}")
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = node.targets
+        for t in targets:
+            root = t
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if t is not root and isinstance(root, ast.Name) and root.id in foreign:
+                out.append(f"patches {ast.unparse(t)} (of {foreign[root.id]})")
+    return sorted(set(out))
 
 
 def result(correct, score=None, metrics=None, details=None, violations=None, log="", **extra):
@@ -196,7 +354,7 @@ class Tree:
 
     def sync(self, work):
         """Makes `work` hold what it must: each expected file and link put back where it differs.
-        Files nobody expects (build outputs) are left where they are."""
+        Files nobody expects (build outputs) are left where they are, except steering files."""
         work = Path(work)
         for rel, src in self.sources.items():
             dst = work / rel
@@ -212,6 +370,59 @@ class Tree:
                 remove(dst)
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 os.symlink(target, dst)
+        expected = set(self.sources) | set(self.links)
+        for rel in sorted(walk(work)):
+            if rel not in expected and steering(rel):
+                remove(work / rel)  # planted by an earlier command: a conftest.py, a .pyc, ...
+
+    def steering_changes(self):
+        """Violations: the steering files a candidate added, changed or deleted, and the added
+        modules that shadow the standard library."""
+        out = []
+        for p, kind in sorted(self.changes.items()):
+            pattern = steering(p)
+            if pattern:
+                what = p if pattern == p.rsplit("/", 1)[-1] else f"{p} ({pattern})"
+                out.append(
+                    f"{what}: a file that steers test runners or interpreters was {kind} "
+                    "(only the committed copy is used; no candidate may add or change one)"
+                )
+            elif kind == "added":
+                module = shadowing_module(p, self.sources)
+                if module:
+                    out.append(f"{p}: an added module that shadows the standard library's `{module}`")
+        return out
+
+
+class Above:
+    """The folders above the tree (scratch, HOME, ... up to /): pytest, tox and others look there
+    for configuration when the tree has none. Steering files a command created in one of them
+    are removed before the next command; what was there when this program started is kept."""
+
+    def __init__(self, work):
+        self.folders = [p for p in Path(work).resolve().parents]
+        self.before = {d: set(self.names(d)) for d in self.folders}
+
+    LOCAL = ("*.pyc", "*.pyo", "*.pth", "__pycache__", ".pytest_cache", "*_test.go")  # not looked up
+
+    @classmethod
+    def names(cls, folder):
+        try:
+            found = os.listdir(folder)
+        except OSError:
+            return []
+        return [
+            n for n in found if (steering(n) or n == ".cargo") and not any(fnmatch.fnmatchcase(n, p) for p in cls.LOCAL)
+        ]
+
+    def clean(self):
+        for d in self.folders:
+            for n in self.names(d):
+                if n not in self.before[d]:
+                    try:
+                        remove(d / n)
+                    except OSError:
+                        pass
 
 
 def remove(path):
@@ -327,13 +538,14 @@ def run_command(command, cwd, env, deadline):
         code = proc.wait(timeout=max(deadline.left(), 0.1))
     except subprocess.TimeoutExpired:
         code = None
+    seconds = time.monotonic() - t0  # the command's own time: from its start to its exit
     kill_descendants()  # the command itself on a timeout, and whatever it left running
     for r in readers:
         r.join()  # every writer is dead: both pipes are at their end
     proc.stdout.close()
     proc.stderr.close()
     decode = lambda b: b"".join(b).decode("utf-8", errors="replace")  # noqa: E731
-    return code, decode(chunks["out"]), decode(chunks["err"]), time.monotonic() - t0
+    return code, decode(chunks["out"]), decode(chunks["err"]), seconds
 
 
 def last_number(stdout):
@@ -366,6 +578,50 @@ def failed(stage, command, code, out, err, seconds, **extra):
     )
 
 
+CANARY_TEXT = """import unittest
+
+
+class Test{name}(unittest.TestCase):
+    def test_{name}(self):
+        self.fail("this test must fail: the evaluator checks that failures are reported")
+"""
+
+UNSET = ("PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONUSERBASE")
+
+
+def output_hash(stdout):
+    """sha256 of a command's stdout, each line stripped of trailing blanks, blank lines dropped."""
+    lines = [ln.rstrip() for ln in stdout.splitlines() if ln.strip()]
+    return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+class Commands:
+    """Runs the task's commands one at a time in the tree, each after the tree is put back and the
+    folders above it are cleaned, with a fresh HOME and Python bytecode cache of its own."""
+
+    def __init__(self, tree, work, scratch, env, deadline):
+        self.tree, self.work, self.scratch, self.deadline = tree, work, scratch, deadline
+        self.above = Above(work)
+        self.env = {k: v for k, v in env.items() if k not in UNSET}
+        self.env.update(PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
+
+    def run(self, command, before=None):
+        self.tree.sync(self.work)
+        self.above.clean()
+        if before:
+            before()
+        home, cache = self.scratch / "home", self.scratch / "pycache"
+        for d in (home, cache):
+            shutil.rmtree(d, ignore_errors=True)
+            d.mkdir()
+        env = dict(self.env, HOME=str(home), PYTHONPYCACHEPREFIX=str(cache))
+        try:
+            return run_command(command, self.work, env, self.deadline)
+        finally:
+            for d in (home, cache):
+                shutil.rmtree(d, ignore_errors=True)
+
+
 def evaluate(task_dir, candidate_dir, spec, scratch):
     rules = spec.get("rules", {})
     files = spec.get("files", {})
@@ -373,12 +629,18 @@ def evaluate(task_dir, candidate_dir, spec, scratch):
     editable = Globs(files.get("editable", []))
     protected = Globs(rules.get("protected", []))
     metric_cmd = rules.get("metric", "")
+    metric_kind = rules.get("metric_kind", "stdout")
+    expected_output = rules.get("metric_output", "")
     check_cmd = rules.get("check", "")
     guard_cmd = rules.get("guard", "")
+    integrity_cmd = rules.get("integrity", "")
+    canary = str(rules.get("canary", "")).strip("/")
     runs = int(rules.get("runs", 1))
     timeout_s = float(spec.get("evaluator", {}).get("timeout_s", 600))
     if not metric_cmd or runs < 1:
         raise ValueError("task.toml [rules]: metric (a command) and runs >= 1 are required")
+    if metric_kind not in ("stdout", "wall_time"):
+        raise ValueError(f'task.toml [rules].metric_kind: "stdout" or "wall_time", not {metric_kind!r}')
     deadline = Deadline(timeout_s * SLACK - 1)
 
     tree = Tree(repo_dir, candidate_dir, editable)
@@ -388,10 +650,10 @@ def evaluate(task_dir, candidate_dir, spec, scratch):
     if tree.ignored:
         shown = ", ".join(sorted(tree.ignored)[:8]) + (", ..." if len(tree.ignored) > 8 else "")
         notes.append(f"not editable, so the repository's copy was used: {shown}")
-    violations = [
+    violations = tree.steering_changes() + [
         f"{p}: a protected file was {kind} (it must stay as committed)"
         for p, kind in sorted(tree.changes.items())
-        if protected.match(p)
+        if protected.match(p) and not steering(p)
     ]
     if violations:
         return result(
@@ -403,14 +665,14 @@ def evaluate(task_dir, candidate_dir, spec, scratch):
 
     work = scratch / "work"
     work.mkdir(parents=True, exist_ok=True)
-    tree.sync(work)
     env = dict(os.environ)
     env["MARATHON_REPO_DIR"] = str(repo_dir)
     env["MARATHON_WORK_DIR"] = str(work)
+    commands = Commands(tree, work, scratch, env, deadline)
     metrics = {}
 
     if guard_cmd:
-        code, out, err, secs = run_command(guard_cmd, work, env, deadline)
+        code, out, err, secs = commands.run(guard_cmd)
         if code != 0:  # the guard itself failed: the task is broken, not the candidate
             raise RuntimeError(f"the guard `{guard_cmd}` failed (exit {code}): {tail(out + err)}")
         found = [ln.strip() for ln in out.splitlines() if ln.strip()]
@@ -423,28 +685,65 @@ def evaluate(task_dir, candidate_dir, spec, scratch):
             )
 
     if check_cmd:
-        tree.sync(work)
-        code, out, err, secs = run_command(check_cmd, work, env, deadline)
+        code, out, err, secs = commands.run(check_cmd)
         metrics["check_s"] = round(secs, 3)
         if code != 0:
             return failed("check", check_cmd, code, out, err, secs, metrics=metrics)
+        if canary:
+            name = "T" + secrets.token_hex(6)
+            planted = work / canary / f"test_{name.lower()}.py"
+
+            def plant():
+                planted.parent.mkdir(parents=True, exist_ok=True)
+                planted.write_text(CANARY_TEXT.format(name=name))
+
+            code, out, err, secs = commands.run(check_cmd, before=plant)
+            remove(planted)
+            if code == 0:
+                why = (
+                    f"the check `{check_cmd}` passed with a failing test added to {canary}/: the "
+                    "candidate changes how the test runner reports failures"
+                )
+                return result(
+                    False,
+                    violations=[why],
+                    metrics=metrics,
+                    log=f"{why}\n{tail(out + err)}".rstrip(),
+                    failed_stage="canary",
+                )
+
+    if integrity_cmd:
+        code, out, err, secs = commands.run(integrity_cmd)
+        if code != 0:
+            return failed("integrity", integrity_cmd, code, out, err, secs, metrics=metrics)
 
     values, details = [], []
     for i in range(runs):
-        tree.sync(work)
-        code, out, err, secs = run_command(metric_cmd, work, env, deadline)
+        code, out, err, secs = commands.run(metric_cmd)
         if code != 0:
             return failed("metric", metric_cmd, code, out, err, secs, metrics=metrics)
-        value, why = last_number(out)
-        if value is None:
-            return result(
-                False,
-                metrics=metrics,
-                log=f"metric `{metric_cmd}` gave no number: {why}\n{tail(err)}".rstrip(),
-                failed_stage="metric",
-            )
+        digest = output_hash(out)
+        if metric_kind == "wall_time":
+            if expected_output and digest != expected_output:
+                return result(
+                    False,
+                    metrics=metrics,
+                    log=f"metric `{metric_cmd}`: its output is not the starter's (the work it "
+                    f"does must give the same result)\n{tail(out)}".rstrip(),
+                    failed_stage="metric",
+                )
+            value = secs
+        else:
+            value, why = last_number(out)
+            if value is None:
+                return result(
+                    False,
+                    metrics=metrics,
+                    log=f"metric `{metric_cmd}` gave no number: {why}\n{tail(err)}".rstrip(),
+                    failed_stage="metric",
+                )
         values.append(value)
-        details.append({"run": i + 1, "value": value, "seconds": round(secs, 3)})
+        details.append({"run": i + 1, "value": value, "seconds": round(secs, 3), "output": digest})
 
     median = statistics.median(values)
     lo, hi = min(values), max(values)
@@ -453,12 +752,16 @@ def evaluate(task_dir, candidate_dir, spec, scratch):
     if math.isfinite(spread):
         metrics["spread_pct"] = round(spread, 3)
     metrics["metric_s"] = round(sum(d["seconds"] for d in details) / runs, 3)
-    log = f"metric `{metric_cmd}`: {median:.6g}"
+    outputs = {d["output"] for d in details}
+    what = "seconds, timed by the evaluator" if metric_kind == "wall_time" else "its last line"
+    log = f"metric `{metric_cmd}`: {median:.6g} ({what})"
     if runs > 1:
         log += f" (median of {runs} runs; min {lo:.6g}, max {hi:.6g})"
     if check_cmd:
         log += f"; check `{check_cmd}` passed"
-    extra = {}
+    if integrity_cmd:
+        log += f"; integrity `{integrity_cmd}` passed"
+    extra = {"metric_output": outputs.pop() if len(outputs) == 1 else None}
     baseline = rules.get("baseline")
     if isinstance(baseline, (int, float)) and not isinstance(baseline, bool):
         extra["baseline_score"] = baseline

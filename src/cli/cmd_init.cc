@@ -41,6 +41,7 @@ struct InitArgs {
   bool interactive = false;
   bool no_default_protect = false;
   bool unsafe_no_sandbox = false;
+  bool json = false;  // progress on stderr, the result as one JSON object on stdout
 };
 
 // The hidden folder a task is built in; removed unless kept.
@@ -150,6 +151,13 @@ void write_file(const fs::path& p, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + p.string());
 }
 
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 std::string score_text(double v) { return fmt::format("{:.6g}", v); }
 
 int do_init(InitArgs a) {
@@ -164,15 +172,19 @@ int do_init(InitArgs a) {
     spdlog::error("init: {}", *why);
     return 2;
   }
+  const bool timed = !r.metric_time.empty();  // the evaluator times the command
+  const std::string metric = timed ? r.metric_time : r.metric;
   std::error_code ec;
   const fs::path target = fs::absolute(r.task_dir, ec).lexically_normal();
   if (fs::exists(fs::symlink_status(target, ec))) {
     spdlog::error("init: {} already exists; marathon init writes a new folder", r.task_dir);
     return 2;
   }
-  if (!fs::is_directory(target.parent_path(), ec)) {
-    spdlog::error("init: the folder {} (where {} would go) does not exist",
-                  target.parent_path().string(), r.task_dir);
+  // Parent folders are made as `mkdir -p` would (the task folder itself must be new).
+  if (!fs::is_directory(target.parent_path(), ec) &&
+      (!fs::create_directories(target.parent_path(), ec) || ec)) {
+    spdlog::error("init: cannot create the folder {} (where {} would go): {}",
+                  target.parent_path().string(), r.task_dir, ec.message());
     return 2;
   }
   const Installation& inst = installation();
@@ -195,8 +207,9 @@ int do_init(InitArgs a) {
   std::vector<std::string> uncommitted = taskgen::uncommitted_changes(r.repo);
   try {
     BuildDir build(target);
-    std::cout << fmt::format("marathon init: snapshotting the committed files of {}\n", r.repo)
-              << std::flush;
+    std::ostream& say = a.json ? std::cerr : std::cout;
+    say << fmt::format("marathon init: snapshotting the committed files of {}\n", r.repo)
+        << std::flush;
     taskgen::RepoSnapshot snap =
         taskgen::snapshot_repo(r.repo, build.path() / taskgen::kRepoFolder);
 
@@ -204,8 +217,11 @@ int do_init(InitArgs a) {
     d.name = name;
     d.metric_name = r.metric_name;
     d.direction = direction_from_string(r.direction);  // request_problem checked it
-    d.metric = r.metric;
+    d.metric = metric;
+    d.wall_time = timed;
     d.check = r.check;
+    d.integrity = r.guard;
+    d.canary = taskgen::canary_folder(snap.files, r.check);
     d.runs = r.runs;
     d.starter = snap.files;
     d.origin = fmt::format("{} at commit {}", snap.repo.string(), snap.commit.substr(0, 12));
@@ -232,7 +248,9 @@ int do_init(InitArgs a) {
     }
     // Protection matters only for editable files: the others are always the committed copy.
     std::vector<std::string> protect;
-    if (!a.no_default_protect) protect = taskgen::inferred_protected(snap.files, r.metric, r.check);
+    if (!a.no_default_protect) {
+      protect = taskgen::inferred_protected(snap.files, metric, r.check + " ; " + r.guard);
+    }
     protect.insert(protect.end(), r.protect.begin(), r.protect.end());
     std::sort(protect.begin(), protect.end());
     protect.erase(std::unique(protect.begin(), protect.end()), protect.end());
@@ -256,11 +274,25 @@ int do_init(InitArgs a) {
     write_file(build.path() / "task.toml", taskgen::render_task_toml(d));
 
     TaskSpec task = load_task(build.path());
-    std::cout << fmt::format(
-                     "marathon init: evaluating the starter ({} files): {}the metric {} time{}\n",
-                     snap.files.size(), d.check.empty() ? "" : "the check, then ", d.runs,
-                     d.runs == 1 ? "" : "s")
-              << std::flush;
+    if (!timed) {
+      std::vector<std::pair<std::string, std::string>> texts;
+      for (const auto& f : taskgen::named_files(snap.files, metric)) {
+        texts.emplace_back(f, read_text(build.path() / taskgen::kRepoFolder / f));
+      }
+      if (auto why = taskgen::in_process_timing(metric, texts)) {
+        say << fmt::format(
+                   "marathon init: warning: the metric looks like a time measured in the process "
+                   "that runs the candidate's code ({}): a candidate can fake it (patch the clock, "
+                   "print a number and exit). To have the evaluator time it from outside, give "
+                   "the command that does the work as --metric-time 'CMD' instead\n",
+                   *why)
+            << std::flush;
+      }
+    }
+    say << fmt::format("marathon init: evaluating the starter ({} files): {}the metric {} time{}\n",
+                       snap.files.size(), d.check.empty() ? "" : "the check, then ", d.runs,
+                       d.runs == 1 ? "" : "s")
+        << std::flush;
     eval::EvalOptions eo;
     eo.timeout_s = d.timeout_s;
     eval::EvalOutcome o = eval::run_evaluator(task, task.starter_path(), eo);
@@ -275,6 +307,14 @@ int do_init(InitArgs a) {
     }
     double baseline = res["score"].get<double>();
     d.baseline = baseline;
+    bool output_varies = false;
+    if (timed) {
+      if (res.contains("metric_output") && res["metric_output"].is_string()) {
+        d.metric_output = res["metric_output"].get<std::string>();
+      } else {
+        output_varies = true;
+      }
+    }
     if (r.timeout_s == 0) d.timeout_s = taskgen::timeout_for(o.elapsed_s);
     write_file(build.path() / "task.toml", taskgen::render_task_toml(d));
     load_task(build.path());
@@ -286,6 +326,32 @@ int do_init(InitArgs a) {
     }
     build.keep();
 
+    if (a.json) {
+      const json& mj = res.value("metrics", json::object());
+      json out = {{"task_dir", target.string()},
+                  {"name", name},
+                  {"origin", d.origin},
+                  {"files", snap.files.size()},
+                  {"uncommitted_changes", uncommitted.size()},
+                  {"skipped", snap.skipped},
+                  {"editable", d.editable},
+                  {"protected", d.protect},
+                  {"refused", taskgen::steering_patterns()},
+                  {"metric_kind", timed ? "wall_time" : "stdout"},
+                  {"canary", d.canary.empty() ? json(nullptr) : json(d.canary)},
+                  {"guard", d.integrity.empty() ? json(nullptr) : json(d.integrity)},
+                  {"metric", d.metric},
+                  {"direction", to_string(d.direction)},
+                  {"runs", d.runs},
+                  {"check", d.check.empty() ? json(nullptr) : json(d.check)},
+                  {"baseline", baseline},
+                  {"baseline_min", mj.contains("min") ? mj["min"] : json(nullptr)},
+                  {"baseline_max", mj.contains("max") ? mj["max"] : json(nullptr)},
+                  {"evaluation_s", o.elapsed_s},
+                  {"timeout_s", d.timeout_s}};
+      std::cout << out.dump() << "\n" << std::flush;
+      return 0;
+    }
     auto line = [](const std::string& k, const std::string& v) {
       std::cout << fmt::format("  {:<11} {}\n", k, v);
     };
@@ -298,11 +364,30 @@ int do_init(InitArgs a) {
     if (!snap.skipped.empty()) {
       line("", fmt::format("left out (not regular files): {}", joined(snap.skipped, ", ")));
     }
-    line("editable", joined(d.editable));
-    line("protected", d.protect.empty() ? "none" : joined(d.protect));
-    line("metric",
-         fmt::format("`{}` ({}, median of {})", d.metric, to_string(d.direction), d.runs));
+    line("editable", joined(d.editable) + "  (a candidate's changes to other files are ignored)");
+    line("protected", (d.protect.empty() ? "none" : joined(d.protect)) +
+                          "  (changing, adding or deleting one: a violation)");
+    line("refused", "anywhere: " + joined(taskgen::steering_patterns(), ", ") +
+                        ", new top-level modules named like the standard library's (they steer "
+                        "test runners and interpreters: a violation)");
+    if (timed) {
+      line("metric",
+           fmt::format("`{}` timed by the evaluator (seconds, median of {}){}", d.metric, d.runs,
+                       d.metric_output ? "; its output must stay the starter's" : ""));
+    } else {
+      line("metric",
+           fmt::format("`{}` ({}, median of {})", d.metric, to_string(d.direction), d.runs));
+    }
     line("check", d.check.empty() ? "none" : "`" + d.check + "`");
+    if (!d.canary.empty()) {
+      line("canary", fmt::format("the check must fail with a failing test added to {}/", d.canary));
+    }
+    if (!d.integrity.empty()) line("guard", "`" + d.integrity + "` must exit 0 after the check");
+    if (output_varies) {
+      line("",
+           "warning: the timed command's output differs between runs, so a candidate that "
+           "skips the work is not caught; print a result of the work (a checksum), not a time");
+    }
     std::string spread;
     const json& m = res.value("metrics", json::object());
     if (d.runs > 1 && m.contains("min") && m.contains("max")) {
@@ -341,8 +426,14 @@ void register_init(CLI::App& app) {
   cmd->add_option("--repo", a->req.repo, "The git repository (or a folder inside one)");
   cmd->add_option("--metric", a->req.metric,
                   "Shell command run in the repository; the last line it prints is the number");
+  cmd->add_option("--metric-time", a->req.metric_time,
+                  "Instead of --metric: a shell command the evaluator times from outside (the "
+                  "score is its seconds; a candidate's code cannot patch that clock)");
   cmd->add_option("--direction", a->req.direction, "min (default) or max: which way is better");
   cmd->add_option("--check", a->req.check, "Shell command that must exit 0 (e.g. the tests)");
+  cmd->add_option("--guard", a->req.guard,
+                  "Shell command run after the check that must exit 0: a task's own integrity "
+                  "check (its output goes to the log)");
   // One value per occurrence: `--editable 'src/*' TASK_DIR` must not swallow TASK_DIR.
   cmd->add_option("--editable", a->req.editable,
                   "Glob of files the agent may change (repeatable; default: every file)")
@@ -363,7 +454,20 @@ void register_init(CLI::App& app) {
   cmd->add_option("--timeout", a->req.timeout_s,
                   "Seconds one evaluation may take (default: from the starter's)");
   cmd->add_flag("--interactive", a->interactive, "Ask for each of these on the terminal");
+  cmd->add_flag("--json", a->json,
+                "Progress on stderr; the task written (folder, files, editable, protected, "
+                "metric, baseline, timeout) as one JSON object on stdout");
   cmd->add_flag("--unsafe-no-sandbox", a->unsafe_no_sandbox, kUnsafeNoSandboxHelp);
+  cmd->footer(
+      "Examples:\n"
+      "  marathon init ../size-task --repo . --metric 'stat -c %s build/app' "
+      "--check 'make test'\n"
+      "      smaller build/app, tests still passing (direction min is the default)\n"
+      "  marathon init ../speed --repo . --metric 'python3 bench.py' --direction max "
+      "--editable 'src/*'\n"
+      "      a higher number from bench.py's last line, changing only src/\n"
+      "  marathon init ../t --repo . --interactive    asks for each setting\n"
+      "Then: marathon run ../size-task --model openai:gpt-4o (docs/tasks.md)");
   cmd->callback([a] { exit_code = do_init(*a); });
 }
 

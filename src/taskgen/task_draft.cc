@@ -125,7 +125,18 @@ bool test_file(const std::string& base) {
 std::optional<std::string> request_problem(const InitRequest& r) {
   if (blank(r.task_dir)) return "TASK_DIR: the folder to create is missing";
   if (blank(r.repo)) return "--repo: the repository is missing";
-  if (blank(r.metric)) return "--metric: the command that prints the number is missing";
+  if (blank(r.metric) && blank(r.metric_time)) {
+    return "--metric: the command that prints the number is missing (or --metric-time: the "
+           "command the evaluator times)";
+  }
+  if (!blank(r.metric) && !blank(r.metric_time)) {
+    return "--metric-time: give either --metric (a command printing the number) or "
+           "--metric-time (a command the evaluator times), not both";
+  }
+  if (!blank(r.metric_time) && r.direction != "min") {
+    return fmt::format("--direction: the time --metric-time measures is minimised, not \"{}\"",
+                       r.direction);
+  }
   if (!parse_direction(r.direction)) {
     return fmt::format("--direction: must be min or max, got \"{}\"", r.direction);
   }
@@ -225,6 +236,77 @@ std::vector<std::string> inferred_protected(const std::vector<std::string>& file
   return {out.begin(), out.end()};
 }
 
+const std::vector<std::string>& steering_patterns() {
+  static const std::vector<std::string> patterns = {
+      // Python: pytest's configuration and plugins, start-up hooks, bytecode, caches
+      "conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
+      "noxfile.py", "sitecustomize.py", "usercustomize.py", "*.pth", "*.pyc", "*.pyo",
+      "__pycache__", ".pytest_cache",
+      // JavaScript: npm/yarn settings, test-runner and transpiler configuration
+      ".npmrc", ".yarnrc", ".yarnrc.yml", "jest.config.*", "vitest.config.*", ".mocharc.*",
+      "babel.config.*", ".babelrc",
+      // Go: a test file can hold a TestMain that decides the exit status of `go test`
+      "*_test.go",
+      // Rust: cargo's configuration (rustflags, a runner wrapping every test binary)
+      ".cargo/config", ".cargo/config.toml",
+      // make reads GNUmakefile, then makefile, before Makefile
+      "GNUmakefile", "makefile"};
+  return patterns;
+}
+
+std::vector<std::string> named_files(const std::vector<std::string>& files,
+                                     const std::string& command) {
+  std::set<std::string> file_set(files.begin(), files.end());
+  std::set<std::string> out;
+  for (const std::string& w : words(command)) {
+    std::string rel = repo_relative(w);
+    if (!rel.empty() && file_set.count(rel)) out.insert(rel);
+  }
+  return {out.begin(), out.end()};
+}
+
+std::optional<std::string> in_process_timing(
+    const std::string& metric, const std::vector<std::pair<std::string, std::string>>& texts) {
+  for (const std::string& w : words(metric)) {
+    for (const char* tool : {"timeit", "--benchmark-json", "--benchmark-only", "pytest-benchmark",
+                             "criterion", "-bench", "-test.bench"}) {
+      if (w == tool) return fmt::format("`{}` times the code in the process it runs", w);
+    }
+  }
+  // Clocks a benchmark reads in Python, JavaScript, C++, Go, Rust, Java.
+  static const char* clocks[] = {
+      "perf_counter",    "time.time(",  "time.monotonic", "process_time",   "timeit",
+      "performance.now", "Date.now()",  "process.hrtime", "std::chrono",    "clock_gettime",
+      "time.Now()",      "time.Since(", "Instant::now",   "System.nanoTime"};
+  for (const auto& [path, text] : texts) {
+    for (const char* c : clocks) {
+      if (text.find(c) != std::string::npos) {
+        return fmt::format("{} reads a clock ({}) in the process that runs the candidate's code",
+                           path, c);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::string canary_folder(const std::vector<std::string>& files, const std::string& check) {
+  std::vector<std::string> ws = words(check);
+  bool runs_tests = std::any_of(ws.begin(), ws.end(), [](const std::string& w) {
+    return base_of(w) == "pytest" || base_of(w) == "py.test" || w == "unittest";
+  });
+  if (!runs_tests) return "";
+  for (const std::string& w : ws) {
+    std::string rel = repo_relative(w);
+    if (rel.empty() || rel.find("..") != std::string::npos) continue;
+    for (const auto& f : files) {
+      if (f.rfind(rel + "/", 0) == 0 && test_file(base_of(f)) && glob_match("*.py", base_of(f))) {
+        return rel;
+      }
+    }
+  }
+  return "";
+}
+
 std::optional<std::string> unmatched_glob(const std::vector<std::string>& globs,
                                           const std::vector<std::string>& files) {
   for (const auto& g : globs) {
@@ -245,15 +327,40 @@ std::vector<std::string> globs_matching(const std::vector<std::string>& globs,
 }
 
 std::string default_description(const TaskDraft& d) {
-  std::string s = fmt::format(
-      "Make the number printed by `{}` as {} as possible. The workspace holds the repository "
-      "({} files); the command runs in a clean copy of it with your editable files put in, and "
-      "the number on its last line of output is the score ({}; the median of {} run{} is kept).",
-      d.metric, d.direction == Direction::kMin ? "low" : "high", d.starter.size(), d.metric_name,
-      d.runs, d.runs == 1 ? "" : "s");
+  std::string s;
+  if (d.wall_time) {
+    s = fmt::format(
+        "Make `{}` take as little time as possible. The workspace holds the repository ({} "
+        "files); the command runs in a clean copy of it with your editable files put in, and the "
+        "evaluator times it from outside: the seconds it takes are the score ({}; the median of "
+        "{} run{} is kept).",
+        d.metric, d.starter.size(), d.metric_name, d.runs, d.runs == 1 ? "" : "s");
+    if (d.metric_output) {
+      s += " Its output must stay what the committed code prints: a candidate printing anything "
+           "else is incorrect.";
+    }
+  } else {
+    s = fmt::format(
+        "Make the number printed by `{}` as {} as possible. The workspace holds the repository "
+        "({} files); the command runs in a clean copy of it with your editable files put in, and "
+        "the number on its last line of output is the score ({}; the median of {} run{} is "
+        "kept).",
+        d.metric, d.direction == Direction::kMin ? "low" : "high", d.starter.size(), d.metric_name,
+        d.runs, d.runs == 1 ? "" : "s");
+  }
   if (!d.check.empty()) {
     s += fmt::format(
         "\n\n`{}` must still pass (exit status 0): a candidate failing it is incorrect.", d.check);
+    if (!d.canary.empty()) {
+      s += fmt::format(
+          " It is also run with a failing test added to {}/, and must fail: code that changes "
+          "how the tests report is a rule violation.",
+          d.canary);
+    }
+  }
+  if (!d.integrity.empty()) {
+    s += fmt::format("\n`{}` must pass after it (exit status 0), else the candidate is incorrect.",
+                     d.integrity);
   }
   s += "\n\nEditable files (globs; `*` does not cross `/`): ";
   for (size_t i = 0; i < d.editable.size(); ++i) s += (i ? ", " : "") + d.editable[i];
@@ -263,6 +370,12 @@ std::string default_description(const TaskDraft& d) {
     for (size_t i = 0; i < d.protect.size(); ++i) s += (i ? ", " : "") + d.protect[i];
     s += ".";
   }
+  s += "\nFiles that steer test runners and interpreters can never be added, changed or deleted, "
+       "anywhere (a rule violation): ";
+  for (size_t i = 0; i < steering_patterns().size(); ++i) {
+    s += (i ? ", " : "") + steering_patterns()[i];
+  }
+  s += "; nor can a new top-level module named like a standard library one.";
   s += "\nRun the commands yourself in the workspace (the `run` tool) to see where the number "
        "comes from before changing anything.";
   return wrapped(s, 99);
@@ -364,8 +477,24 @@ std::string render_task_toml(const TaskDraft& d) {
   s += "timeout_s = " + number(d.timeout_s) + "\n";
   s += "version = \"1\"\n\n";
   s += "[rules]\n";
-  s += "metric = " + toml_string(d.metric) + "  # its last line of stdout is the number\n";
+  if (d.wall_time) {
+    s += "metric = " + toml_string(d.metric) + "  # timed by the evaluator: seconds\n";
+    s += "metric_kind = \"wall_time\"\n";
+    if (d.metric_output) {
+      s += "metric_output = " + toml_string(*d.metric_output) +
+           "  # the starter's output; another is incorrect\n";
+    }
+  } else {
+    s += "metric = " + toml_string(d.metric) + "  # its last line of stdout is the number\n";
+  }
   if (!d.check.empty()) s += "check = " + toml_string(d.check) + "  # must exit 0\n";
+  if (!d.canary.empty()) {
+    s += "canary = " + toml_string(d.canary) +
+         "  # the check must fail with a failing test added here\n";
+  }
+  if (!d.integrity.empty()) {
+    s += "integrity = " + toml_string(d.integrity) + "  # --guard: must exit 0 after the check\n";
+  }
   s += "runs = " + std::to_string(d.runs) +
        "  # metric runs per evaluation; the median is the score\n";
   s += "protected = " + toml_list(d.protect, "             ") +

@@ -15,9 +15,11 @@ namespace marathon::taskgen {
 struct InitRequest {
   std::string task_dir;
   std::string repo;
-  std::string metric;  // shell command; the last line of its stdout is the number
+  std::string metric;       // shell command; the last line of its stdout is the number
+  std::string metric_time;  // or: shell command timed by the evaluator (seconds, min)
   std::string direction = "min";
   std::string check;                  // shell command that must exit 0 ("" = none)
+  std::string guard;                  // shell command run after the check, must exit 0 ("" = none)
   std::vector<std::string> editable;  // globs; empty = every committed file
   std::vector<std::string> protect;   // globs, added to the inferred ones
   int runs = 3;                       // metric runs per evaluation (the median is the score)
@@ -50,6 +52,26 @@ std::vector<std::string> folder_globs(const std::vector<std::string>& files);
 std::vector<std::string> inferred_protected(const std::vector<std::string>& files,
                                             const std::string& metric, const std::string& check);
 
+// The file names that steer test runners, build tools and interpreters (fnmatch patterns matched
+// on a path's last components, `.cargo/config.toml` on two): no candidate may add, change or
+// delete one anywhere in the tree. The same list as harness/repo_eval.py's STEERING (a test
+// compares them); docs/tasks.md explains each.
+const std::vector<std::string>& steering_patterns();
+
+// The committed files of `files` that `command` names (as words, "./" and trailing "/" dropped).
+std::vector<std::string> named_files(const std::vector<std::string>& files,
+                                     const std::string& command);
+
+// Why a metric command looks like it prints a time it measured itself (a candidate's code runs in
+// that process and can patch its clock), or nullopt: the command itself (timeit, a benchmark
+// plugin) or the text of a file it names (`texts`: path -> content) reading a clock.
+std::optional<std::string> in_process_timing(
+    const std::string& metric, const std::vector<std::pair<std::string, std::string>>& texts);
+
+// The test folder a check command runs with pytest or unittest (a folder of `files` that the
+// command names and that holds test files), where the evaluator puts its canary; "" when none.
+std::string canary_folder(const std::vector<std::string>& files, const std::string& check);
+
 // The first glob of `globs` that matches none of `files`.
 std::optional<std::string> unmatched_glob(const std::vector<std::string>& globs,
                                           const std::vector<std::string>& files);
@@ -65,7 +87,11 @@ struct TaskDraft {
   std::string metric_name = "metric";
   Direction direction = Direction::kMin;
   std::string metric;
+  bool wall_time = false;  // the metric is the seconds `metric` takes, timed by the evaluator
+  std::optional<std::string> metric_output;  // the starter's output hash (wall_time only)
   std::string check;
+  std::string canary;                // test folder for the evaluator's canary ("" = none)
+  std::string integrity;             // --guard: must exit 0 after the check ("" = none)
   std::vector<std::string> starter;  // the committed files, relative to repo/
   std::vector<std::string> editable;
   std::vector<std::string> protect;

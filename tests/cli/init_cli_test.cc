@@ -168,8 +168,20 @@ TEST_F(InitCli, BadFlagsAndAnExistingFolderAreRefusedBeforeAnythingRuns) {
   EXPECT_EQ(marathon(init_args("taken")), 2);
   expect_says("already exists");
   EXPECT_EQ(mt::read_text(tmp_ / "taken/keep.txt"), "mine\n");
-  EXPECT_EQ(marathon(init_args((tmp_ / "no/such/parent/t").string())), 2);
-  expect_says("does not exist");
+}
+
+// Parent folders are made, as `mkdir -p` would; --json gives the task written as one object.
+TEST_F(InitCli, ParentFoldersAreMadeAndJsonDescribesTheTask) {
+  const fs::path deep = tmp_ / "new/parent/t";
+  ASSERT_EQ(marathon(init_args(deep.string(), {"--json"})), 0) << out_;
+  EXPECT_TRUE(fs::is_regular_file(deep / "task.toml"));
+  json j = mt::last_json_line(out_);
+  EXPECT_EQ(j["task_dir"], deep.string()) << out_;
+  EXPECT_EQ(j["name"], "t");
+  EXPECT_EQ(j["baseline"], 7);
+  EXPECT_EQ(j["direction"], "min");
+  EXPECT_NE(j["protected"].dump().find("measure.sh"), std::string::npos) << j.dump();
+  EXPECT_EQ(out_.find("  baseline    7"), std::string::npos) << "no text summary: " << out_;
 }
 
 TEST_F(InitCli, EveryEditableFileProtectedIsRefusedUnlessAskedFor) {
@@ -206,6 +218,60 @@ TEST_F(InitCli, InteractiveInputEndingEarlyIsAnError) {
   EXPECT_EQ(marathon({"init", "--interactive"}, answers.string()), 2);
   expect_says("the input ended before every question was answered");
   expect_no_trace("t");
+}
+
+// --metric-time: the evaluator times the command and keeps the starter's output; --guard runs
+// after the check; init says what a candidate may touch and what it never can.
+TEST_F(InitCli, MetricTimeIsTimedByTheEvaluatorWithTheGuardAfterTheCheck) {
+  ASSERT_EQ(marathon({"init", "timed", "--repo", repo_.string(), "--metric-time", "sh measure.sh",
+                      "--check", "sh tests/check.sh", "--guard", "test \"$(cat v*.txt)\" != 5"}),
+            0)
+      << out_;
+  expect_says("timed by the evaluator (seconds, median of 3); its output must stay the starter's");
+  expect_says("refused     anywhere: conftest.py, pytest.ini");
+  expect_says("sitecustomize.py");
+  expect_says("a candidate's changes to other files are ignored");
+  expect_says("`test \"$(cat v*.txt)\" != 5` must exit 0 after the check");
+  EXPECT_EQ(out_.find("can fake"), std::string::npos) << out_;
+  TaskSpec t = load_task(tmp_ / "timed");
+  EXPECT_EQ(t.rules["metric_kind"], "wall_time");
+  EXPECT_EQ(t.rules["metric_output"].get<std::string>().rfind("sha256:", 0), 0u) << t.rules;
+  EXPECT_EQ(t.rules["integrity"], "test \"$(cat v*.txt)\" != 5");
+  EXPECT_LT(t.rules["baseline"].get<double>(), 5.0) << "seconds, not the 7 it prints";
+
+  fs::path cand = tmp_ / "cand";
+  fs::copy(tmp_ / "timed/repo", cand, fs::copy_options::recursive);
+  auto verdict = [&](const std::string& value) {
+    std::ofstream(cand / "value.txt") << value;
+    EXPECT_EQ(marathon({"eval", (tmp_ / "timed").string(), "--json", "--candidate", cand.string()}),
+              0);
+    return mt::last_json_line(out_);
+  };
+  json r = verdict("5\n");
+  EXPECT_EQ(r["correct"], false) << out_;
+  EXPECT_NE(r["log"].get<std::string>().find("integrity `test \"$(cat v*.txt)\" != 5`"),
+            std::string::npos)
+      << r.dump();
+  r = verdict("3\n");
+  EXPECT_EQ(r["correct"], false) << out_;
+  EXPECT_NE(r["log"].get<std::string>().find("its output is not the starter's"), std::string::npos)
+      << r.dump();
+  r = verdict("7\n");
+  EXPECT_EQ(r["correct"], true) << out_;
+}
+
+TEST_F(InitCli, AMetricTimingItselfIsWarnedOfAndPointedToMetricTime) {
+  mt::make_repo(tmp_ / "bench", {{"bench.py",
+                                  "import time\nt = time.perf_counter()\n"
+                                  "print(time.perf_counter() - t)\n"},
+                                 {"lib.py", "x = 1\n"}});
+  ASSERT_EQ(marathon({"init", "t", "--repo", (tmp_ / "bench").string(), "--metric",
+                      "python3 bench.py", "--runs", "1"}),
+            0)
+      << out_;
+  expect_says("bench.py reads a clock (perf_counter)");
+  expect_says("a candidate can fake it");
+  expect_says("--metric-time 'CMD'");
 }
 
 TEST(VersionCli, NamesTheCommit) {

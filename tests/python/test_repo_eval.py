@@ -5,6 +5,7 @@ rewrite the measuring script between the check and the metric."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -192,3 +193,124 @@ def test_the_number_is_the_last_non_empty_line():
     assert last_number("")[0] is None
     assert last_number("3 ms")[0] is None
     assert last_number("nan")[0] is None
+
+
+def test_a_steering_file_added_or_changed_anywhere_is_a_violation_naming_it(tmp_path):
+    files = dict(VALUE_REPO, **{"conftest.py": "# committed\n", "pkg/__init__.py": ""})
+    task = make_task(tmp_path, files, VALUE_RULES, editable=["*", "pkg/*"])
+    assert evaluate(task, task / "repo", tmp_path)["correct"] is True, "the committed copies stay usable"
+    for i, (rel, text) in enumerate(
+        [
+            ("conftest.py", "import os\n"),
+            ("pkg/conftest.py", "import os\n"),
+            ("pytest.ini", "[pytest]\n"),
+            ("sitecustomize.py", "import time\n"),
+            ("pkg/usercustomize.py", "\n"),
+            ("evil.pth", "import os\n"),
+            ("pkg/mod.pyc", "x"),
+            ("pyproject.toml", "[tool.pytest.ini_options]\n"),
+            ("jest.config.js", "module.exports = {}\n"),
+            ("GNUmakefile", "all:\n"),
+        ]
+    ):
+        r = evaluate(task, candidate(tmp_path, task, {rel: text}, f"c{i}"), tmp_path)
+        assert r["correct"] is False and r["failed_stage"] == "protected", (rel, r)
+        assert r["violations"][0].startswith(rel), (rel, r["violations"])
+        assert "steers test runners or interpreters" in r["violations"][0]
+    r = evaluate(task, candidate(tmp_path, task, {"conftest.py": None}, "gone"), tmp_path)
+    assert "was deleted" in r["violations"][0]
+
+
+def test_an_added_module_shadowing_the_standard_library_is_a_violation(tmp_path):
+    files = dict(VALUE_REPO, **{"pkg/__init__.py": ""})
+    task = make_task(tmp_path, files, VALUE_RULES, editable=["*", "pkg/*"])
+    r = evaluate(task, candidate(tmp_path, task, {"statistics.py": "x = 1\n"}), tmp_path)
+    assert r["violations"] == ["statistics.py: an added module that shadows the standard library's `statistics`"]
+    r = evaluate(task, candidate(tmp_path, task, {"pkg/statistics.py": "x = 1\n"}, "inpkg"), tmp_path)
+    assert r["correct"] is True, "pkg.statistics shadows nothing"
+
+
+def test_steering_files_a_command_planted_are_gone_before_the_next(tmp_path):
+    # The check runs the candidate's code (hook.sh), which plants a conftest.py, a .pyc, a
+    # pytest.ini above the tree and a user-site .pth; the metric sees none of them.
+    files = dict(VALUE_REPO, **{"check.sh": "sh hook.sh\n", "hook.sh": "true\n"})
+    metric = (
+        'for f in conftest.py tests/__pycache__/x.pyc ../pytest.ini ../../pytest.ini "$HOME/.local/x.pth"; do '
+        'test -e "$f" && echo "planted $f" >&2 && exit 3; done; '
+        'test "$PYTHONNOUSERSITE" = 1 -a -z "$PYTHONSTARTUP" -a "$PYTHONDONTWRITEBYTECODE" = 1 || exit 4; '
+        "cat value.txt"
+    )
+    task = make_task(tmp_path, files, dict(VALUE_RULES, metric=metric, runs=1))
+    hook = (
+        "echo x > conftest.py; mkdir -p tests/__pycache__; echo x > tests/__pycache__/x.pyc; "
+        'echo x > ../pytest.ini; echo x > ../../pytest.ini; mkdir -p "$HOME/.local"; echo x > "$HOME/.local/x.pth"\n'
+    )
+    r = evaluate(task, candidate(tmp_path, task, {"hook.sh": hook}), tmp_path)
+    assert r["correct"] is True and r["score"] == 7, r
+
+
+def test_a_wall_time_metric_is_timed_by_the_evaluator_not_read_from_the_output(tmp_path):
+    files = dict(VALUE_REPO, **{"work.sh": "sleep 0.3; echo done\n"})
+    rules = dict(VALUE_RULES, metric="sh work.sh", metric_kind="wall_time", runs=2, protected=[])
+    task = make_task(tmp_path, files, rules)
+    r = evaluate(task, task / "repo", tmp_path)
+    assert r["correct"] is True and 0.3 <= r["score"] < 2.0, r
+    assert r["metric_output"].startswith("sha256:") and "timed by the evaluator" in r["log"]
+    fast = evaluate(task, candidate(tmp_path, task, {"work.sh": "echo done\n"}), tmp_path)
+    assert fast["correct"] is True and fast["score"] < 0.2, fast
+
+
+def test_a_wall_time_metric_whose_output_is_not_the_starters_is_incorrect(tmp_path):
+    files = dict(VALUE_REPO, **{"work.sh": "sleep 0.2; echo 42\n"})
+    rules = dict(VALUE_RULES, metric="sh work.sh", metric_kind="wall_time", protected=[])
+    task = make_task(tmp_path, files, rules)
+    rules["metric_output"] = evaluate(task, task / "repo", tmp_path)["metric_output"]
+    task = make_task(tmp_path / "2", files, rules)
+    assert evaluate(task, task / "repo", tmp_path)["correct"] is True
+    r = evaluate(task, candidate(tmp_path, task, {"work.sh": "echo 0\n"}), tmp_path)
+    assert r["correct"] is False and "its output is not the starter's" in r["log"], r
+
+
+def test_an_integrity_command_failing_after_the_check_is_incorrect_with_its_output(tmp_path):
+    rules = dict(VALUE_RULES, integrity="grep -q 3 value.txt && echo 'three is not allowed' && exit 1 || true")
+    task = make_task(tmp_path, VALUE_REPO, rules)
+    assert evaluate(task, task / "repo", tmp_path)["correct"] is True
+    r = evaluate(task, candidate(tmp_path, task, {"value.txt": "3\n"}), tmp_path)
+    assert r["correct"] is False and r["failed_stage"] == "integrity", r
+    assert "three is not allowed" in r["log"]
+
+
+def test_a_check_that_passes_with_the_canary_test_added_is_a_violation(tmp_path):
+    # A test runner (unittest) whose result the candidate's module rewrites: every test passes.
+    files = {
+        "lib.py": "def f():\n    return 1\n",
+        "tests/__init__.py": "",
+        "tests/test_lib.py": "import unittest\nfrom lib import f\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_f(self):\n        self.assertEqual(f(), 1)\n",
+        "bench.sh": "echo 5\n",
+    }
+    rules = {
+        "metric": "sh bench.sh",
+        "check": f"{sys.executable} -m unittest discover -s tests -t .",
+        "canary": "tests",
+    }
+    task = make_task(tmp_path, files, rules, editable=["*"])
+    assert evaluate(task, task / "repo", tmp_path)["correct"] is True
+    patched = (
+        "import unittest\n\nunittest.TestResult.addFailure = lambda self, test, err: None\n\n\ndef f():\n    return 2\n"
+    )
+    r = evaluate(task, candidate(tmp_path, task, {"lib.py": patched}), tmp_path)
+    assert r["correct"] is False and r["failed_stage"] == "canary", r
+    assert "failing test added to tests/" in r["violations"][0]
+    assert sorted(p.name for p in (task / "repo" / "tests").iterdir()) == ["__init__.py", "test_lib.py"]
+
+
+def test_the_steering_list_is_the_one_init_prints():
+    # src/taskgen/task_draft.cc's steering_patterns() holds the same patterns, in the same order.
+    from harness.repo_eval import STEERING
+
+    text = (REPO / "src" / "taskgen" / "task_draft.cc").read_text()
+    body = text[text.index("steering_patterns() {") :]
+    body = body[: body.index("};")]
+    body = re.sub(r"//[^\n]*", "", body)
+    assert tuple(re.findall(r'"([^"]+)"', body)) == STEERING

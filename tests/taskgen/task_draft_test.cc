@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "goal/task_spec.h"
 
 namespace marathon::taskgen {
@@ -36,6 +38,51 @@ TEST(InitRequestProblem, EachBadFlagIsNamed) {
   EXPECT_NE(problem([](InitRequest& r) { r.timeout_s = -1; }).find("--timeout"), std::string::npos);
   EXPECT_NE(problem([](InitRequest& r) { r.editable = {""}; }).find("--editable"),
             std::string::npos);
+}
+
+TEST(InitRequestProblem, MetricTimeIsInsteadOfMetricAndAlwaysMinimised) {
+  InitRequest r = good_request();
+  r.metric_time = "python3 work.py";
+  EXPECT_NE(request_problem(r).value_or("").find("not both"), std::string::npos);
+  r.metric = "";
+  EXPECT_FALSE(request_problem(r));
+  r.direction = "max";
+  EXPECT_NE(request_problem(r).value_or("").find("--direction"), std::string::npos);
+  r = good_request();
+  r.metric = "";
+  EXPECT_NE(request_problem(r).value_or("").find("--metric-time"), std::string::npos);
+}
+
+TEST(InProcessTiming, AScriptReadingAClockIsNamedAndAnOutsideMetricIsNot) {
+  auto why = in_process_timing("python3 bench.py", {{"bench.py", "t = time.perf_counter()\n"}});
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("bench.py reads a clock (perf_counter)"), std::string::npos) << *why;
+  EXPECT_TRUE(in_process_timing("python3 -m timeit -s 'import m' 'm.f()'", {}));
+  EXPECT_TRUE(in_process_timing("go test -bench . ./...", {}));
+  EXPECT_TRUE(in_process_timing("node b.js", {{"b.js", "const t0 = performance.now();"}}));
+  EXPECT_FALSE(in_process_timing("stat -c %s build/app", {}));
+  EXPECT_FALSE(in_process_timing("python3 count.py", {{"count.py", "print(len(open(f).read()))"}}));
+  EXPECT_EQ(named_files({"bench.py", "src/a.py", "tests/t.py"}, "python3 ./bench.py src/a.py x"),
+            (std::vector<std::string>{"bench.py", "src/a.py"}));
+}
+
+TEST(CanaryFolder, TheTestFolderAPytestOrUnittestCheckRuns) {
+  const std::vector<std::string> files = {"lib/a.py", "tests/test_a.py", "docs/x.md"};
+  EXPECT_EQ(canary_folder(files, "python3 -m pytest -q tests"), "tests");
+  EXPECT_EQ(canary_folder(files, "pytest ./tests/"), "tests");
+  EXPECT_EQ(canary_folder(files, "python3 -m unittest discover -s tests -t ."), "tests");
+  EXPECT_EQ(canary_folder(files, "python3 -m pytest -q docs"), "") << "no test files there";
+  EXPECT_EQ(canary_folder(files, "make test"), "") << "not a runner it knows";
+  EXPECT_EQ(canary_folder(files, ""), "");
+}
+
+TEST(SteeringPatterns, CoverTheRunnersAndInterpretersConfiguration) {
+  const auto& p = steering_patterns();
+  for (const char* f : {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
+                        "sitecustomize.py", "usercustomize.py", "*.pth", ".pytest_cache",
+                        "__pycache__", "*.pyc", ".npmrc", "jest.config.*", "*_test.go"}) {
+    EXPECT_NE(std::find(p.begin(), p.end(), f), p.end()) << f;
+  }
 }
 
 TEST(TaskNameFor, FolderNamesBecomeValidTaskNames) {
@@ -117,6 +164,29 @@ TEST(RenderTaskToml, ParsesBackToTheDraftedTask) {
   EXPECT_EQ(t.rules["baseline"], 0.125);
 }
 
+TEST(RenderTaskToml, AnOutsideTimedMetricWithItsCanaryAndGuard) {
+  TaskDraft d;
+  d.name = "timed";
+  d.metric = "python3 work.py";
+  d.wall_time = true;
+  d.metric_output = "sha256:00ff";
+  d.check = "python3 -m pytest -q tests";
+  d.canary = "tests";
+  d.integrity = "python3 guard.py";
+  d.starter = {"work.py", "tests/test_w.py"};
+  d.editable = {"*"};
+  d.description = default_description(d);
+  TaskSpec t = parse_task(render_task_toml(d), "task.toml", "");
+  EXPECT_EQ(t.rules["metric"], "python3 work.py");
+  EXPECT_EQ(t.rules["metric_kind"], "wall_time");
+  EXPECT_EQ(t.rules["metric_output"], "sha256:00ff");
+  EXPECT_EQ(t.rules["canary"], "tests");
+  EXPECT_EQ(t.rules["integrity"], "python3 guard.py");
+  EXPECT_NE(t.description.find("times it from outside"), std::string::npos) << t.description;
+  EXPECT_NE(t.description.find("sitecustomize.py"), std::string::npos) << t.description;
+  EXPECT_NE(t.description.find("failing test added to tests/"), std::string::npos);
+}
+
 TEST(RenderTaskToml, NoCheckAndNoBaselineLeaveTheirKeysOut) {
   TaskDraft d;
   d.name = "n";
@@ -127,6 +197,9 @@ TEST(RenderTaskToml, NoCheckAndNoBaselineLeaveTheirKeysOut) {
   TaskSpec t = parse_task(render_task_toml(d), "task.toml", "");
   EXPECT_FALSE(t.rules.contains("check"));
   EXPECT_FALSE(t.rules.contains("baseline"));
+  for (const char* k : {"metric_kind", "metric_output", "canary", "integrity"}) {
+    EXPECT_FALSE(t.rules.contains(k)) << k;
+  }
   EXPECT_EQ(t.rules["protected"], json::array());
 }
 
