@@ -534,9 +534,13 @@ def full_report(
     out.append("== every counter of every launch (ncu --page raw)")
     text = "\n".join(out) + "\n"
     raw = []
-    for k in launches:
+    for i, k in enumerate(launches):  # the device's attributes once, with the first launch
         raw.append(f"-- launch {k.id}: {k.name}")
-        raw += [f"  {m} [{u}] = {v}" for m, (v, u) in k.raw.items() if m not in ("ID", "Kernel Name")]
+        raw += [
+            f"  {m} [{u}] = {v}"
+            for m, (v, u) in k.raw.items()
+            if m not in ("ID", "Kernel Name") and (i == 0 or not m.startswith("device__attribute_"))
+        ]
     body = "\n".join(raw) + "\n"
     if len(body) > raw_cap:
         body = body[:raw_cap] + f"\n[counters cut at {raw_cap} bytes]\n"

@@ -70,6 +70,16 @@ void register_serve(CLI::App& app) {
                 "Speak the control protocol (JSON-RPC 2.0, one message per line) on stdin/stdout "
                 "for the RUN_DIRs instead of serving HTTP");
   cmd->add_option("RUN_DIR", *run_dirs, "Run directories (with --stdio)");
+  cmd->footer(
+      "Examples:\n"
+      "  marathon serve                               the runs in ./runs at "
+      "http://127.0.0.1:8765/\n"
+      "  marathon serve --runs /data/runs --port 0    any free port (printed)\n"
+      "  marathon serve --bind 0.0.0.0 --port 9000    reachable from others; prints a URL with "
+      "a token\n"
+      "  marathon serve --stdio runs/kda1             JSON-RPC on stdin/stdout "
+      "(docs/protocol.md)\n"
+      "Ctrl-C stops the server; the runs are only read. docs/dashboard.md");
   cmd->callback([o, run_dirs, stdio] {
     if (*stdio) {
       if (run_dirs->empty()) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "core/event_store.h"
 #include "core/load_state.h"
 #include "core/run_dir.h"
@@ -214,7 +215,9 @@ int run_status(const StatusOptions& o) {
 void register_status(CLI::App& app) {
   auto o = std::make_shared<StatusOptions>();
   auto* cmd = app.add_subcommand("status", "Show a run's state, folded from its event log");
-  cmd->add_option("RUN_DIR", o->run_dir, "The run directory (holds events.db)")->required();
+  cmd->add_option("RUN_DIR", o->run_dir, "The run directory (holds events.db)")
+      ->required()
+      ->check(existing_run_dir_check());
   cmd->add_flag("--json", o->json, "Print the state as JSON");
   cmd->add_flag("--verify", o->verify,
                 "Fold every event from the first, checking every row's checksum, instead of "

@@ -248,6 +248,10 @@ void apply_typed(State& s, const Event& e) {
     s.sandbox_disabled_reason = e.payload.get<SandboxDisabled>().reason;
   } else if (is<RunForked>(e)) {
     auto p = e.payload.get<RunForked>();
+    // The fork's wall time counts from its own start: the original's segment ends at the last
+    // event copied, not when the fork was made.
+    close_segment(s, s.last_event_us);
+    open_segment(s, e.recorded_at_us);
     s.forked_from = p.from_run_id;
     s.forked_at_seq = p.at_seq;
     s.run_id = p.run_id;

@@ -1,6 +1,8 @@
 #include "loop/progress.h"
 
 #include <fmt/format.h>
+#include <spdlog/sinks/sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -124,9 +126,12 @@ void TerminalProgress::on_event(const Event& e, const State& s) {
   }
 }
 
-std::string action_after(const Event& e) {
+std::string action_after(const Event& e, const State& s) {
   using namespace events;
-  if (is<ModelRequest>(e)) return "waiting for the model";
+  if (is<ModelRequest>(e)) {
+    return s.config.value("policy", "") == "search" ? "choosing the next candidate"
+                                                    : "waiting for the model";
+  }
   if (is<ToolStarted>(e)) {
     const std::string name = payload_of<ToolStarted>(e).name;
     return "running " + (name.empty() ? std::string("a tool") : terminal_safe(name));
@@ -164,7 +169,7 @@ std::string status_text(const StatusFigures& f, double elapsed_s, const std::str
 StatusLineProgress::StatusLineProgress(std::FILE* out)
     : out_(out), at_last_event_(std::chrono::steady_clock::now()) {
   ticker_ = std::thread([this] {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::recursive_mutex> lock(mu_);
     while (!stop_) {
       cv_.wait_for(lock, std::chrono::seconds(1));
       if (!stop_) draw_locked();
@@ -174,7 +179,7 @@ StatusLineProgress::StatusLineProgress(std::FILE* out)
 
 StatusLineProgress::~StatusLineProgress() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     stop_ = true;
     std::fputs("\r\033[K", out_);  // the summary follows on a clean line
     std::fflush(out_);
@@ -198,14 +203,70 @@ void StatusLineProgress::draw_locked() {
 }
 
 void StatusLineProgress::on_event(const Event& e, const State& s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   std::string line = progress_line(e, s, /*with_tool_calls=*/false);
   if (!line.empty()) std::fputs(("\r\033[K" + line + "\n").c_str(), out_);
   figures_ = status_figures(s);
   have_state_ = true;
   at_last_event_ = std::chrono::steady_clock::now();
-  if (std::string a = action_after(e); !a.empty()) action_ = a;
+  if (std::string a = action_after(e, s); !a.empty()) action_ = a;
   draw_locked();
+}
+
+void StatusLineProgress::print_above(const std::function<void()>& write) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (stop_) return write();
+  std::fputs("\r\033[K", out_);
+  std::fflush(out_);
+  write();
+  draw_locked();
+}
+
+namespace {
+
+// The default logger's sinks behind one that erases the status line around each message.
+class AboveSink : public spdlog::sinks::sink {
+ public:
+  AboveSink(StatusLineProgress& line, std::vector<spdlog::sink_ptr> inner)
+      : line_(line), inner_(std::move(inner)) {}
+  void log(const spdlog::details::log_msg& msg) override {
+    line_.print_above([&] {
+      for (auto& s : inner_) {
+        if (s->should_log(msg.level)) {
+          s->log(msg);
+          s->flush();
+        }
+      }
+    });
+  }
+  void flush() override {
+    for (auto& s : inner_) s->flush();
+  }
+  void set_pattern(const std::string& pattern) override {
+    for (auto& s : inner_) s->set_pattern(pattern);
+  }
+  void set_formatter(std::unique_ptr<spdlog::formatter> f) override {
+    for (auto& s : inner_) s->set_formatter(f->clone());
+  }
+
+ private:
+  StatusLineProgress& line_;
+  std::vector<spdlog::sink_ptr> inner_;
+};
+
+}  // namespace
+
+LogAboveStatusLine::LogAboveStatusLine(StatusLineProgress& line) {
+  std::vector<spdlog::sink_ptr>& sinks = spdlog::default_logger()->sinks();
+  for (const auto& s : sinks) saved_.push_back(s);
+  auto above = std::make_shared<AboveSink>(line, sinks);
+  sinks.assign({above});
+}
+
+LogAboveStatusLine::~LogAboveStatusLine() {
+  std::vector<spdlog::sink_ptr>& sinks = spdlog::default_logger()->sinks();
+  sinks.clear();
+  for (const auto& s : saved_) sinks.push_back(std::static_pointer_cast<spdlog::sinks::sink>(s));
 }
 
 std::string run_summary(const State& s, const RunReport& report, const std::string& run_dir) {
@@ -214,10 +275,26 @@ std::string run_summary(const State& s, const RunReport& report, const std::stri
                                                                 : "stopped on an error";
   const BudgetUsed& u = s.used;
   std::string out = fmt::format("\n== run {} ({}) ==\n", outcome, report.reason);
-  out += fmt::format("  {}\n", score_text(s));
+  out += fmt::format("  {}\n", confirmed_best_text(s));
+  if (std::string ties = ties_text(s, short_number); !ties.empty()) {
+    out += fmt::format("  {}\n", ties);
+  }
   if (s.baseline_score) out += fmt::format("  baseline score {:.4g}\n", *s.baseline_score);
+  if (std::string b = baseline_text(s, short_number); !b.empty()) {
+    out += fmt::format("  {}\n", b);
+  }
+  for (const std::string& cand : s.confirm.pending) {
+    if (std::optional<Figure> f = figure_of(s, cand)) {
+      out += fmt::format("  not confirmed yet: candidate {} ({})\n", short_hash(cand),
+                         figure_text(*f, short_number));
+    }
+  }
   out += fmt::format("  evaluations {} ({} executed, {} served from cache)\n", s.evaluations,
                      s.evaluations_executed, s.evaluations - s.evaluations_executed);
+  if (s.confirm.remeasured > 0) {
+    out += fmt::format("  re-measurements {} ({:.1f} s)\n", s.confirm.remeasured,
+                       s.confirm.remeasure_s);
+  }
   out += fmt::format("  tool calls {}, model calls {}, tokens {} (${:.4f}), wall {:.1f} s\n",
                      u.tool_calls, u.model_calls, u.prompt_tokens + u.completion_tokens, u.cost_usd,
                      u.wall_s);

@@ -5,13 +5,17 @@
 // above it.
 #pragma once
 
+#include <spdlog/common.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/state.h"
 #include "loop/runner.h"
@@ -32,8 +36,9 @@ class TerminalProgress : public ProgressSink {
 };
 
 // What the runner does after `e` ("waiting for the model", "running evaluate", ...); "" when `e`
-// does not change it.
-std::string action_after(const Event& e);
+// does not change it. A run of the search policy "chooses the next candidate" where a model run
+// waits for the model.
+std::string action_after(const Event& e, const State& s);
 
 // What the status line shows of the state (copied at each event: the State itself is large).
 struct StatusFigures {
@@ -58,12 +63,15 @@ class StatusLineProgress : public ProgressSink {
   explicit StatusLineProgress(std::FILE* out = stdout);
   ~StatusLineProgress() override;
   void on_event(const Event& e, const State& s) override;
+  // Prints through `write` (e.g. a log message on stderr) above the status line: the line is
+  // erased first and drawn again after, so that nothing is written through it.
+  void print_above(const std::function<void()>& write);
 
  private:
   void draw_locked();
   std::FILE* out_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  std::recursive_mutex mu_;  // print_above may be reached from a log call inside on_event
+  std::condition_variable_any cv_;
   bool stop_ = false;
   bool have_state_ = false;
   StatusFigures figures_;  // at the last event
@@ -75,5 +83,19 @@ class StatusLineProgress : public ProgressSink {
 // The end-of-run summary: outcome, best score and candidate, evaluations, tool and model calls,
 // tokens and cost, wall time, where the run lives and how to carry on.
 std::string run_summary(const State& s, const RunReport& report, const std::string& run_dir);
+
+// While it lives, every message of spdlog's default logger is printed through
+// `line.print_above` (its sinks and their format unchanged); the logger's sinks are restored
+// when it dies.
+class LogAboveStatusLine {
+ public:
+  explicit LogAboveStatusLine(StatusLineProgress& line);
+  ~LogAboveStatusLine();
+  LogAboveStatusLine(const LogAboveStatusLine&) = delete;
+  LogAboveStatusLine& operator=(const LogAboveStatusLine&) = delete;
+
+ private:
+  std::vector<spdlog::sink_ptr> saved_;  // the logger's sinks before
+};
 
 }  // namespace marathon

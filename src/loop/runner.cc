@@ -459,6 +459,10 @@ std::optional<RunReport> Runner::ask_policy() {
   PolicyRequest request{
       std::move(prompt.messages),          std::move(tools_json_), &state_, hooks_.interrupted,
       std::move(prompt.cache_breakpoints), prompt.tokens_estimate};
+  // A wall-time budget (0: none) bounds the call and its retries.
+  if (state_.limits.max_wall_s > 0) {
+    request.time_left_s = std::max(0.0, state_.limits.max_wall_s - wall_s());
+  }
   PolicyReply reply;
   try {
     Timer t(&stats_.policy_s);

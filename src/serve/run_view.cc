@@ -7,7 +7,7 @@
 namespace marathon::serve {
 
 std::string profile_summary(const std::string& output) {
-  constexpr size_t kMaxLines = 16, kMaxBytes = 1200;
+  constexpr size_t kMaxLines = 40, kMaxBytes = 2400;  // the whole side-by-side table
   size_t end = 0;
   for (size_t lines = 0; end < output.size() && lines < kMaxLines; ++lines) {
     size_t nl = output.find('\n', end);

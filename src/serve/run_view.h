@@ -121,7 +121,8 @@ class RunView {
   eval::UsageTally usage_;
 };
 
-// The head of a profiler output shown in the attempts table: its first lines, at most ~1 KB.
+// The head of a profiler output shown in the attempts table: its first lines, at most ~2.4 KB
+// (the whole of the side-by-side view the `profile` tool gives).
 std::string profile_summary(const std::string& output);
 
 }  // namespace marathon::serve

@@ -14,23 +14,44 @@ class RecallTool : public Tool {
   std::string description() const override {
     return "Read back a tool output that was elided from your context (the prompt shows it as "
            "`[output elided: recall(seq=N)]`), or the whole of a reply or output that was cut to "
-           "fit the context window (the note on the cut names its seq); pass that seq. Long "
+           "fit the context window (the note on the cut names its seq); pass that seq. Or a "
+           "blob an output names (`recall(blob=SHA)`: the whole report of a profile). Long "
            "texts come in pages: pass `offset` (bytes) for the next one.";
   }
   json parameters() const override {
     return {{"type", "object"},
             {"properties",
              {{"seq", {{"type", "integer"}, {"minimum", 1}}},
+              {"blob", {{"type", "string"}, {"pattern", "^[0-9a-f]{64}$"}}},
               {"offset", {{"type", "integer"}, {"minimum", 0}}}}},
-            {"required", {"seq"}},
             {"additionalProperties", false}};
   }
   bool idempotent() const override { return true; }  // reads the log only
 
   ToolResult run(const json& args, ToolContext& ctx) override {
     ToolResult r;
-    const int64_t seq = args.at("seq").get<int64_t>();
     const size_t offset = args.contains("offset") ? args.at("offset").get<size_t>() : 0;
+    if (args.contains("blob")) {  // a blob of this run's log that an output names
+      const std::string sha = args.at("blob").get<std::string>();
+      std::string bytes;
+      try {
+        if (!ctx.get_blob) throw std::runtime_error("no blob store");
+        bytes = ctx.get_blob(sha);
+      } catch (const std::exception& e) {
+        r.ok = false;
+        r.output = fmt::format("recall: the run's log holds no blob {} ({})", sha, e.what());
+        return r;
+      }
+      r.output = recall_page_at("blob=" + sha, "a blob of the log", bytes, offset);
+      return r;
+    }
+    if (!args.contains("seq")) {
+      r.ok = false;
+      r.output =
+          "recall: pass seq (an elided output's or a cut's) or blob (a blob an output names)";
+      return r;
+    }
+    const int64_t seq = args.at("seq").get<int64_t>();
     const std::string db = (ctx.run_dir / kEventsDbName).string();
     std::vector<Event> found;
     try {
@@ -116,22 +137,26 @@ std::string recall_page(int64_t seq, const std::string& tool_name, const std::st
 
 std::string recall_page_of(int64_t seq, const std::string& what, const std::string& full,
                            size_t offset, size_t page_bytes) {
+  return recall_page_at(fmt::format("seq={}", seq), what, full, offset, page_bytes);
+}
+
+std::string recall_page_at(const std::string& at, const std::string& what, const std::string& full,
+                           size_t offset, size_t page_bytes) {
   if (offset >= full.size() && !(offset == 0 && full.empty())) {
-    return fmt::format("recall(seq={}): offset {} is past the end ({} bytes)", seq, offset,
-                       full.size());
+    return fmt::format("recall({}): offset {} is past the end ({} bytes)", at, offset, full.size());
   }
   size_t end = std::min(full.size(), offset + page_bytes);
   while (end < full.size() && end > offset &&
          (static_cast<unsigned char>(full[end]) & 0xC0) == 0x80) {
     --end;  // keep UTF-8 sequences whole
   }
-  std::string head = fmt::format("recall(seq={}): {}", seq, what);
+  std::string head = fmt::format("recall({}): {}", at, what);
   if (offset > 0 || end < full.size()) {
     head += fmt::format(", bytes {}..{} of {}", offset, end, full.size());
   }
   std::string out = head + "\n" + full.substr(offset, end - offset);
   if (end < full.size()) {
-    out += fmt::format("\n[more: recall(seq={}, offset={})]", seq, end);
+    out += fmt::format("\n[more: recall({}, offset={})]", at, end);
   }
   return out;
 }

@@ -2,7 +2,7 @@
 // `[output elided: recall(seq=N)]`, and a reply or output cut to fit the window with a note naming
 // its seq; recall(seq=N) returns that tool.finished output (the uncapped blob when the tool kept
 // one) or that model.response's reply (its text and every tool call's arguments) from the log, a
-// page at a time.
+// page at a time; recall(blob=SHA) a blob of the log that an output names (a profile's report).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,10 @@ std::string recall_page(int64_t seq, const std::string& tool_name, const std::st
                         size_t offset, size_t page_bytes = kRecallPageBytes);
 // The same with the head line's description of the text given (e.g. "the model's reply").
 std::string recall_page_of(int64_t seq, const std::string& what, const std::string& full,
+                           size_t offset, size_t page_bytes = kRecallPageBytes);
+
+// The same, the page's call written as `at` ("seq=12", "blob=<sha>").
+std::string recall_page_at(const std::string& at, const std::string& what, const std::string& full,
                            size_t offset, size_t page_bytes = kRecallPageBytes);
 
 // A model.response's reply as recall shows it: the text, then each tool call with its name, id

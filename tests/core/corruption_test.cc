@@ -195,15 +195,15 @@ TEST(Corruption, NewerSchemaIsRefusedNotGuessed) {
 TEST(Corruption, NotARunDirectoryIsAClearError) {
   TempDir d;
   testing::CliResult r = run_cli(d, "status " + (d / "missing"));
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);  // a usage error: docs/operations.md, "Exit codes"
   EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
   fs::create_directories(d.path() / "empty");
   r = run_cli(d, "status " + (d / "empty"));
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);  // a usage error: docs/operations.md, "Exit codes"
   EXPECT_NE(r.err.find("no events.db"), std::string::npos) << r.err;
   fs::create_directories(d.path() / "dirdb" / "events.db");
   r = run_cli(d, "status " + (d / "dirdb"));
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 1);  // a run folder whose log cannot be opened: the work failed
   EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
 }
 

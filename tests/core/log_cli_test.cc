@@ -124,7 +124,7 @@ TEST(LogCli, BadRunDirIsAClearErrorNotACrash) {
   TempDir d;
   auto res = run_cli(d, "log " + (d / "missing"));
   EXPECT_TRUE(res.exited);
-  EXPECT_EQ(res.code, 1);
+  EXPECT_EQ(res.code, 2);  // a usage error: docs/operations.md, "Exit codes"
   EXPECT_NE(res.err.find("does not exist"), std::string::npos) << res.err;
 }
 

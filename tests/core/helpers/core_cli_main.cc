@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 
 namespace marathon::cli {
 int exit_code = 0;
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return marathon::cli::exit_for_parse_error(app, e);  // as the marathon binary does
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;
