@@ -51,6 +51,34 @@ std::string metrics_text(const json& m) {
 
 }  // namespace
 
+std::map<std::string, std::string> sync_candidate(
+    const TaskSpec& task, const State& s, const std::vector<eval::CandidateFile>& files,
+    const std::function<std::string(const std::string&)>& put_blob, std::vector<NewEvent>* out) {
+  std::map<std::string, std::string> disk;
+  for (const eval::CandidateFile& f : files) {
+    disk[f.path] = f.hash_value;
+    auto it = s.workspace.find(f.path);
+    if (it != s.workspace.end() && it->second == f.hash_value) continue;
+    if (put_blob) put_blob(f.bytes);
+    events::WorkspaceWritten w;
+    w.path = f.path;
+    w.sha = f.hash_value;
+    w.size = static_cast<int64_t>(f.bytes.size());
+    w.source = events::WorkspaceWritten::kSync;
+    out->push_back(make_event(w));
+  }
+  for (const auto& [path, sha] : s.workspace) {
+    if (is_editable(task, path) && !disk.count(path)) {
+      events::WorkspaceWritten w;
+      w.path = path;
+      w.deleted = true;
+      w.source = events::WorkspaceWritten::kSync;
+      out->push_back(make_event(w));
+    }
+  }
+  return disk;
+}
+
 std::string describe_evaluation(const events::EvalFinished& p, const State& before) {
   const EvalResult r = read_eval_result(p.result);
   std::string cand = p.candidate.substr(0, 12);
@@ -150,28 +178,8 @@ class EvaluateTool : public Tool {
       return r;
     }
     // Files changed behind the log's back (by `run`) are logged first.
-    std::map<std::string, std::string> disk;
-    for (const eval::CandidateFile& f : files) {
-      disk[f.path] = f.hash_value;
-      auto it = s.workspace.find(f.path);
-      if (it != s.workspace.end() && it->second == f.hash_value) continue;
-      ctx.put_blob(f.bytes);
-      events::WorkspaceWritten w;
-      w.path = f.path;
-      w.sha = f.hash_value;
-      w.size = static_cast<int64_t>(f.bytes.size());
-      w.source = events::WorkspaceWritten::kSync;
-      r.events.push_back(make_event(w));
-    }
-    for (const auto& [path, sha] : s.workspace) {
-      if (is_editable(task, path) && !disk.count(path)) {
-        events::WorkspaceWritten w;
-        w.path = path;
-        w.deleted = true;
-        w.source = events::WorkspaceWritten::kSync;
-        r.events.push_back(make_event(w));
-      }
-    }
+    std::map<std::string, std::string> disk =
+        sync_candidate(task, s, files, ctx.put_blob, &r.events);
 
     std::string candidate = eval::candidate_hash(disk);
     std::string key = eval::cache_key(s.task, candidate, eval::detect_device());

@@ -103,28 +103,8 @@ class ProfileTool : public Tool {
     }
     // Files changed behind the log's back (by `run`) are logged first, as evaluate does, so that
     // the log's workspace at this profile is the one profiled.
-    std::map<std::string, std::string> disk;
-    for (const eval::CandidateFile& f : files) {
-      disk[f.path] = f.hash_value;
-      auto it = s.workspace.find(f.path);
-      if (it != s.workspace.end() && it->second == f.hash_value) continue;
-      if (ctx.put_blob) ctx.put_blob(f.bytes);
-      events::WorkspaceWritten w;
-      w.path = f.path;
-      w.sha = f.hash_value;
-      w.size = static_cast<int64_t>(f.bytes.size());
-      w.source = events::WorkspaceWritten::kSync;
-      r.events.push_back(make_event(w));
-    }
-    for (const auto& [path, sha] : s.workspace) {
-      if (is_editable(task, path) && !disk.count(path)) {
-        events::WorkspaceWritten w;
-        w.path = path;
-        w.deleted = true;
-        w.source = events::WorkspaceWritten::kSync;
-        r.events.push_back(make_event(w));
-      }
-    }
+    std::map<std::string, std::string> disk =
+        sync_candidate(task, s, files, ctx.put_blob, &r.events);
     const std::string candidate = eval::candidate_hash(disk);
     const std::string device = eval::detect_device();
     const std::string key = profile_key(eval::cache_key(task, candidate, device));
