@@ -132,8 +132,7 @@ Dashboard::Dashboard(ServeOptions options)
       views_(RunCatalog(options_.runs_dir)),
       // Chunked bodies, headers and the request's time bounded too (bounded_server.h); the body
       // limit leaves room for chunk framing, the Content-Length limit below is exact.
-      server_(make_bounded_server(
-          {.max_body_bytes = options_.max_body_bytes + 16 * 1024})) {
+      server_(make_bounded_server({.max_body_bytes = options_.max_body_bytes + 16 * 1024})) {
   access_.loopback = is_loopback_address(options_.bind);
   access_.token = options_.token;
   if (!access_.loopback && access_.token.empty()) access_.token = generate_token();

@@ -70,8 +70,11 @@ class PlantedUnderEtc {
 std::string attack(const PlantedUnderEtc& p) {
   const std::string f = p.file_.string(), d = p.dir_.string();
   return "id; cat /etc/shadow /etc/gshadow; cat " + f + "; cat " + d + "/inside.conf; ls -la " + d +
-         "; cat /proc/self/root" + f + " /proc/1/root" + f + " /proc/1/root/etc/shadow; "
-         "cat /proc/1/cwd" + f + "; "
+         "; cat /proc/self/root" + f + " /proc/1/root" + f +
+         " /proc/1/root/etc/shadow; "
+         "cat /proc/1/cwd" +
+         f +
+         "; "
          "for k in /etc/ssh/ssh_host_*_key /etc/ssl/private/*; do cat \"$k\"; done; "
          "cat /proc/1/environ /proc/*/environ; echo; "
          "echo probe-done; ";
