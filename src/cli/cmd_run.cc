@@ -24,6 +24,7 @@
 #include "core/run_dir.h"
 #include "core/run_lock.h"
 #include "eval/executor.h"
+#include "eval/ray_executor.h"
 #include "goal/limits.h"
 #include "goal/task_spec.h"
 #include "llm/http_client.h"
@@ -341,6 +342,13 @@ int do_run(const RunArgs& a) {
   }
   SandboxGate gate = sandbox_gate(a.unsafe_no_sandbox, "run");
   if (!gate.ok) return 2;
+  // The workers must be able to run `marathon eval`: one tiny job before anything is written.
+  if (espec->kind == eval::ExecutorKind::kRay) {
+    if (std::string why = eval::ray_preflight_problem(*espec); !why.empty()) {
+      spdlog::error("run: {}", why);
+      return 2;
+    }
+  }
   if (!a.api_key_env.empty()) sandbox::never_pass(a.api_key_env);
   NewRunOptions o;
   o.extra_config["executor"] = espec->to_json();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <stdexcept>
@@ -124,6 +125,49 @@ std::string ray_package(const EvalRequest& r, size_t max_bytes) {
     add({"candidate/" + f.path, f.bytes, 0644});
   }
   return zip_stored(entries);
+}
+
+std::string ray_preflight_problem(const ExecutorSpec& spec, double timeout_s, double poll_s) {
+  const RayJobsApi api(fmt::format("http://{}:{}", spec.host, spec.port));
+  const std::string id = fmt::format("marathon-preflight-{}-{}",
+                                     std::chrono::duration_cast<std::chrono::microseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count(),
+                                     static_cast<long>(getpid()));
+  const json body = {{"entrypoint", shell_quote(spec.worker_binary) + " --version"},
+                     {"submission_id", id},
+                     {"entrypoint_num_cpus", 1},
+                     {"metadata", {{"marathon_preflight", "1"}}}};
+  const std::string where = fmt::format("the Ray cluster at {}:{}", spec.host, spec.port);
+  std::string error;
+  bool already = false;
+  if (!api.submit(body, &already, &error)) {
+    return fmt::format("{} takes no job ({}): check --executor and that its dashboard runs", where,
+                       error);
+  }
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end) {
+    std::optional<json> job = api.job(id, &error);
+    const JobState st = job ? job_state(job->value("status", "")) : JobState::kUnknown;
+    if (st == JobState::kSucceeded) return "";
+    if (job && terminal(st)) {
+      std::string logs = api.logs(id, &error).value_or("");
+      while (!logs.empty() && (logs.back() == '\n' || logs.back() == ' ')) logs.pop_back();
+      if (logs.size() > 400) logs = "..." + logs.substr(logs.size() - 400);
+      return fmt::format(
+          "{} cannot run marathon on its workers: `{} --version` failed there ({}{}); install "
+          "marathon on every worker or give its path with --ray-worker-binary",
+          where, spec.worker_binary, job->value("message", std::string("no message")),
+          logs.empty() ? "" : ": " + logs);
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+  }
+  std::string stop_error;
+  api.stop(id, &stop_error);
+  return fmt::format(
+      "{} did not run a one-second job within {:.0f} s (no free worker, or none able to start "
+      "it): check the cluster (`ray status`)",
+      where, timeout_s);
 }
 
 RayExecutor::RayExecutor(ExecutorSpec spec, double poll_s)

@@ -38,6 +38,13 @@ json ray_submit_body(const EvalRequest& request, const std::string& submission_i
 // std::runtime_error naming what cannot be read, or a package over max_bytes.
 std::string ray_package(const EvalRequest& request, size_t max_bytes = 256u << 20);
 
+// The preflight of a run with a Ray executor, before anything is written: one tiny job (the
+// worker binary's `--version`) on the cluster. "" when it succeeded within `timeout_s`; else what
+// failed (the head unreachable, the job failing: the binary missing on the workers) and how to fix
+// it.
+std::string ray_preflight_problem(const ExecutorSpec& spec, double timeout_s = 120,
+                                  double poll_s = 0.25);
+
 class RayExecutor : public Executor {
  public:
   explicit RayExecutor(ExecutorSpec spec, double poll_s = 0.25);

@@ -205,6 +205,32 @@ pid_t entrypoint_of(const std::string& submission_id) {
   return found;
 }
 
+// Workers that cannot run marathon (no --ray-worker-binary and none on their PATH, here a path
+// that does not exist): the run is refused at once by its preflight job, with no run folder.
+TEST(RayExecutor, WorkersThatCannotRunMarathonAreRefusedBeforeTheRunStarts) {
+  fs::path ray = fs::path(eval::default_python()).parent_path() / "ray";
+  if (!fs::exists(ray)) GTEST_SKIP() << "ray is not installed next to " << eval::default_python();
+  TempDir dir("ray-preflight");
+  RayHead head(ray, {}, dir / "ray.log");
+  ASSERT_EQ(head.error(), "") << testing::read_text(dir / "ray.log");
+  ScriptedLlmServer server([](size_t, const json& request) {
+    return slow_script(ScriptedLlmServer::assistant_turns(request));
+  });
+  fs::path run = dir / "run";
+  int rc = testing::run_binary(
+      {"run", (testing::source_dir() / "tests/loop/fixtures/slow-task").string(), "--run-dir",
+       run.string(), "--policy", "llm", "--model", "vllm:scripted", "--base-url", server.base_url(),
+       "--executor", head.address(), "--ray-worker-binary", (dir / "no-such" / "marathon").string(),
+       "--quiet"},
+      {}, dir / "run.log", 300);
+  EXPECT_EQ(rc, 2) << testing::read_text(dir / "run.log");
+  EXPECT_NE(testing::read_text(dir / "run.log").find("cannot run marathon on its workers"),
+            std::string::npos)
+      << testing::read_text(dir / "run.log");
+  EXPECT_FALSE(fs::exists(run));
+  EXPECT_EQ(server.request_count(), 0u);
+}
+
 TEST(RayExecutor, KilledRunnerAndKilledWorkerNeitherPayTwiceNorLoseTheEvaluation) {
   fs::path ray = fs::path(eval::default_python()).parent_path() / "ray";
   if (!fs::exists(ray)) GTEST_SKIP() << "ray is not installed next to " << eval::default_python();
