@@ -99,8 +99,9 @@ def main(argv=None) -> int:
         print(json.dumps(profile_as_result(profile(task, cand))))
         return 0
 
-    from .runner import evaluate
+    from .runner import evaluate, harden
 
+    harden()
     seed = args.seed
     if seed is None and os.environ.get("MARATHON_EVAL_SEED"):
         seed = int(os.environ["MARATHON_EVAL_SEED"])

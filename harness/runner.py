@@ -2,7 +2,10 @@
 
 The candidate never runs in this process. The child is started in its own process group with a
 timeout; a crash (signal or exit without a result), a hang (timeout) and a CUDA fault each give a
-distinct ``status`` with ``correct: false``. The output follows docs/evaluation.md (schema 1).
+distinct ``status`` with ``correct: false``. What the child writes is the candidate process's
+claim: a claim of correct outputs is confirmed by the judge (harness.judge) from this process,
+which checks outputs and times calls without ever loading candidate code. The output follows
+docs/evaluation.md (schema 1).
 """
 
 from __future__ import annotations
@@ -23,6 +26,40 @@ from .static_check import check_dir
 from .taskspec import Task
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+JUDGE_SHARE = 0.4  # of the evaluation's time limit, kept for the judge
+_hardened = False
+
+
+def harden() -> None:
+    """For the evaluator's own process (harness.cli): a child subreaper, so that whatever the
+    candidate's processes start (setsid, double fork) stays below it and is killed by
+    reap_strays(), and non-dumpable, so that those processes (same uid) cannot open its
+    /proc/PID/fd or mem to write a result or change its memory."""
+    global _hardened
+    from .repo_eval import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl
+
+    _hardened = prctl(PR_SET_CHILD_SUBREAPER, 1) and prctl(PR_SET_DUMPABLE, 0)
+
+
+def reap_strays() -> None:
+    """Kill every process left below this one (only once harden() made it their reaper)."""
+    if _hardened:
+        from .repo_eval import kill_descendants
+
+        kill_descendants()
+
+
+def child_env(force_cpu: bool) -> dict:
+    """The environment of the processes that load candidate code (the child and the judge's)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("TRITON_CACHE_AUTOTUNING", "1")  # keep autotune results on disk between evaluations
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # never write __pycache__ into the candidate folder
+    if force_cpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        env["TRITON_INTERPRET"] = "1"
+    return env
 
 
 def _tail(path: Path, n: int = 1500) -> str:
@@ -35,14 +72,7 @@ def _tail(path: Path, n: int = 1500) -> str:
 
 def run_child(req: dict, timeout_s: float, workdir: Path) -> tuple[dict | None, str, str]:
     """Run the child; returns (its result or None, outcome, stderr tail)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("TRITON_CACHE_AUTOTUNING", "1")  # keep autotune results on disk between evaluations
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # never write __pycache__ into the candidate folder
-    if req.get("force_cpu"):
-        env["CUDA_VISIBLE_DEVICES"] = ""
-        env["TRITON_INTERPRET"] = "1"
+    env = child_env(bool(req.get("force_cpu")))
     out_p, err_p = workdir / "child.stdout", workdir / "child.stderr"
     with open(out_p, "wb") as out, open(err_p, "wb") as err:
         proc = subprocess.Popen(
@@ -146,8 +176,25 @@ def evaluate(
                 "no_timing": not timing,
                 "force_cpu": force_cpu,
             }
-            limit = timeout_s if timeout_s is not None else task.child_timeout_s
+            total = timeout_s if timeout_s is not None else task.child_timeout_s
+            limit = total * (1 - JUDGE_SHARE)
             child, outcome, stderr = run_child(req, limit, wd)
+            reap_strays()
+            if outcome == "exited" and child and child.get("status") == "ok" and child.get("correct") is True:
+                from . import judge
+
+                child = judge.confirm(
+                    task,
+                    candidate_dir,
+                    child,
+                    env=child_env(force_cpu),
+                    workdir=wd,
+                    seconds=max(total - (time.time() - t0), 5.0),
+                    quick=quick,
+                    timing=timing,
+                    force_cpu=force_cpu,
+                )
+                reap_strays()
         res.update(_merge(child, outcome, stderr, logs, viols, limit))
     res["violation_details"] = viols
     res["violations"] = [f"{v['rule']}: {v['reason']}" for v in viols]
