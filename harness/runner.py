@@ -176,8 +176,12 @@ def evaluate(
                 "no_timing": not timing,
                 "force_cpu": force_cpu,
             }
-            total = timeout_s if timeout_s is not None else task.child_timeout_s
-            limit = total * (1 - JUDGE_SHARE)
+            if timeout_s is not None:  # the caller's limit is the child's; the judge's is in proportion
+                limit = timeout_s
+                total = timeout_s / (1 - JUDGE_SHARE)
+            else:
+                total = task.child_timeout_s
+                limit = total * (1 - JUDGE_SHARE)
             child, outcome, stderr = run_child(req, limit, wd)
             reap_strays()
             if outcome == "exited" and child and child.get("status") == "ok" and child.get("correct") is True:
