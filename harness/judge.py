@@ -102,7 +102,7 @@ class Worker:
         except OSError as e:
             raise WorkerGone(f"the candidate's process closed its channel ({e})") from e
 
-    def _recv(self, limit: int) -> bytes:
+    def recv_bytes(self, limit: int) -> bytes:
         if not self.conn.poll(self.deadline.left()):
             raise WorkerGone("the candidate's process did not answer in time")
         try:
@@ -111,7 +111,7 @@ class Worker:
             raise WorkerGone(f"the candidate's process closed its channel or sent too much ({e})") from e
 
     def recv(self, expect: str) -> dict:
-        data = self._recv(HEADER_LIMIT)
+        data = self.recv_bytes(HEADER_LIMIT)
         try:
             msg = json.loads(data)
         except (ValueError, RecursionError) as e:
@@ -123,9 +123,6 @@ class Worker:
         if msg.get("op") != expect:
             raise WorkerGone(f"the candidate's process said {str(msg.get('op'))[:40]!r}, expected {expect!r}")
         return msg
-
-    def recv_raw(self, limit: int) -> bytes:
-        return self._recv(limit)
 
     def stderr_tail(self) -> str:
         try:
@@ -162,7 +159,7 @@ def _outputs(worker: Worker, expected: list, torch, device) -> list:
             continue
         exp = expected[i] if i < len(expected) else None
         want = math.prod(exp[0]) * exp[1].itemsize if exp is not None else 0
-        data = worker.recv_raw(max(want, 1) + 64)
+        data = worker.recv_bytes(max(want, 1) + 64)
         dtype = getattr(torch, str(h.get("dtype", "")), None) if isinstance(h, dict) else None
         shape = h.get("shape") if isinstance(h, dict) else None
         if not isinstance(dtype, torch.dtype) or not isinstance(shape, list):
@@ -191,6 +188,7 @@ class Judge:
         self.wrong_shapes: dict[str, list[str]] = {}
         self.violations: list[dict] = []
         self.notes: list[str] = []
+        self._baseline_fns: dict | None = None  # the task's baselines, imported on first use
 
     # -- the outside clock -------------------------------------------------------------------
     def _events(self, worker: Worker) -> None:
@@ -368,7 +366,7 @@ class Judge:
         from . import timing
 
         torch, ref = self.torch, self.ref
-        if not hasattr(self, "_baseline_fns"):
+        if self._baseline_fns is None:
             try:
                 self._baseline_fns = ref.baselines(importlib.import_module)
             except Exception as e:  # noqa: BLE001 - a missing baseline library leaves no score
