@@ -2,6 +2,7 @@
 
     python bench/run_resume.py --marathon BIN --task tasks/mla --run-dir DIR [--max-tool-calls N]
         [--kills 5] [--eval-kills 2] [--deadline-s 480] [--seed 1] [--json OUT.json]
+        [--resume] [--end stop|kill]
 
 `marathon run TASK --policy search` is started; the runner (that one process, as a crash or the
 OOM killer would) is sent SIGKILL `--kills` times, `--eval-kills` of them while an evaluator
@@ -10,6 +11,12 @@ run for 0.5 to 3 s), the others at a random moment up to `--spread-s` into the s
 each kill the script checks that no evaluator and no GPU compute process is left behind, then runs
 `marathon resume`. The last segment runs to the end (or to the deadline, where `marathon stop`
 asks for a clean stop).
+
+A run moved between machines: `--end kill` ends the last segment at the deadline with SIGKILL and
+no resume, as a machine taken away mid-run leaves it; the run folder is then copied to another
+machine, where `--resume` starts with `marathon resume DIR --task TASK` (the task's folder there)
+instead of `marathon run`. The counts read from the log (tool calls, evaluations, candidates
+executed twice, best over time) are the whole run's; the processes seen are this machine's.
 
 Independent of the run's log, a watcher thread lists the runner's evaluator processes (`harness/__main__.py
 eval`, or a task's `evaluate.py`) every 50 ms: the harness executions seen. From the log it reads the
@@ -25,7 +32,9 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -137,6 +146,10 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--spread-s", type=float, default=30, help="a kill comes up to this long into a segment")
     p.add_argument("--json")
+    p.add_argument("--resume", action="store_true", help="carry on the run in --run-dir (moved here)")
+    p.add_argument(
+        "--end", choices=("stop", "kill"), default="stop", help="at the deadline: `marathon stop`, or SIGKILL"
+    )
     args = p.parse_args()
     rng = random.Random(args.seed)
     # alternate: a random moment, then during an evaluation, ...
@@ -153,12 +166,13 @@ def main() -> int:
     first = True
     status = "running"
     while True:
-        cmd = (
-            [args.marathon, "run", args.task, "--policy", "search", "--run-dir", args.run_dir]
-            + ["--max-tool-calls", str(args.max_tool_calls), "--quiet"]
-            if first
-            else [args.marathon, "resume", args.run_dir, "--quiet"]
-        )
+        if first and not args.resume:
+            cmd = [args.marathon, "run", args.task, "--policy", "search", "--run-dir", args.run_dir]
+            cmd += ["--max-tool-calls", str(args.max_tool_calls), "--quiet"]
+        else:
+            cmd = [args.marathon, "resume", args.run_dir, "--quiet"]
+            # moved here: the task's folder on this machine (later resumes keep it)
+            cmd += ["--task", args.task] if first else []
         first = False
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -179,10 +193,17 @@ def main() -> int:
             in_eval = bool(watcher.live_since(t0))
             proc.send_signal(signal.SIGKILL)
             killed = True
+        moved = False
         while proc.poll() is None:
             # `marathon stop` only for a live runner: a stop asked of a killed one is overridden by
             # the `marathon resume` that follows (the user's later word).
             if not killed and time.monotonic() > deadline and status == "running":
+                if args.end == "kill":
+                    in_eval = bool(watcher.live_since(t0))
+                    proc.send_signal(signal.SIGKILL)
+                    killed = moved = True
+                    status = "killed at the deadline, to be resumed on another machine"
+                    continue
                 subprocess.run([args.marathon, "stop", args.run_dir], capture_output=True)
                 status = "stopped at the deadline"
             time.sleep(0.2)
@@ -198,7 +219,8 @@ def main() -> int:
             gpu = gpu_processes()
             kills.append(
                 {
-                    "when": "during an evaluation" if in_eval else "at a random moment",
+                    "when": ("at the deadline, " if moved else "")
+                    + ("during an evaluation" if in_eval else "at a random moment"),
                     "after_s": seg["wall_s"],
                     "evaluators_left_after_15s": left,
                     "gpu_processes_left": gpu,
@@ -210,7 +232,7 @@ def main() -> int:
             seg["tail"] = out[-600:]
         segments.append(seg)
         print(json.dumps(seg), flush=True)
-        if not killed:
+        if not killed or moved:
             break
     watcher.stop = True
     watcher.join()
@@ -241,8 +263,17 @@ def main() -> int:
         subprocess.run([args.marathon, "status", args.run_dir, "--json"], capture_output=True, text=True).stdout
     )
     seen = watcher.seen
+    gpu = (
+        subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True
+        ).stdout.strip()
+        if shutil.which("nvidia-smi")
+        else ""
+    )
     summary = {
         "task": args.task,
+        "machine": {"host": socket.gethostname(), "gpu": gpu, "run_dir": str(Path(args.run_dir).resolve())},
+        "started_with": "resume (moved here)" if args.resume else "run",
         "status": "finished" if state.get("done") else status,
         "finish_reason": state.get("finish_reason"),
         "tool_calls": state["budget"]["used"]["tool_calls"],

@@ -544,7 +544,7 @@ int resume_branches(const fs::path& run_dir, bool quiet, const json& overrides,
 }
 
 int do_resume(const std::string& run_dir, bool quiet, const std::optional<double>& model_timeout,
-              bool unsafe_no_sandbox) {
+              bool unsafe_no_sandbox, const std::string& task_dir) {
   SandboxGate gate = sandbox_gate(unsafe_no_sandbox, "resume");
   if (!gate.ok) return 2;
   if (model_timeout) {
@@ -581,6 +581,15 @@ int do_resume(const std::string& run_dir, bool quiet, const std::optional<double
           "resume: {} is an MCP run, carried on by its client: run `marathon mcp --task {} "
           "--run-dir {}` again (the same command that started it); nothing was changed",
           run_dir, before.config.value("task_dir", "TASK"), run_dir);
+      return 2;
+    }
+    // A run folder moved to another machine finds its task there (--task), the same task.
+    try {
+      if (std::optional<std::string> here = task_dir_here(before, task_dir)) {
+        overrides["task_dir"] = *here;
+      }
+    } catch (const std::invalid_argument& e) {
+      spdlog::error("resume: {}: {}; nothing was changed", run_dir, e.what());
       return 2;
     }
   }
@@ -714,6 +723,7 @@ void register_run(CLI::App& app) {
   auto resume_quiet = std::make_shared<bool>(false);
   auto resume_timeout = std::make_shared<std::optional<double>>();
   auto resume_unsafe = std::make_shared<bool>(false);
+  auto resume_task = std::make_shared<std::string>();
   CLI::App* resume = app.add_subcommand("resume", "Carry on a stopped run from its log");
   resume->add_option("RUN_DIR", *resume_dir, "Run directory")
       ->required()
@@ -722,8 +732,13 @@ void register_run(CLI::App& app) {
   resume->add_option("--model-timeout", *resume_timeout,
                      "Seconds one HTTP attempt of a model call may take (default: the run's)");
   resume->add_flag("--unsafe-no-sandbox", *resume_unsafe, kUnsafeNoSandboxHelp);
-  resume->callback([resume_dir, resume_quiet, resume_timeout, resume_unsafe] {
-    exit_code = do_resume(*resume_dir, *resume_quiet, *resume_timeout, *resume_unsafe);
+  resume->add_option("--task", *resume_task,
+                     "The task's folder on this machine, when the run folder was moved here from "
+                     "another (it must hold the task the run was created with; kept for later "
+                     "resumes)");
+  resume->callback([resume_dir, resume_quiet, resume_timeout, resume_unsafe, resume_task] {
+    exit_code =
+        do_resume(*resume_dir, *resume_quiet, *resume_timeout, *resume_unsafe, *resume_task);
   });
 }
 

@@ -22,9 +22,13 @@ void close_segment(State& s, int64_t at_us) {
   s.segment_open = false;
 }
 
+// A segment's wall time runs from its first event to its latest (last_event_us): the latest of
+// this segment, not of the log, so that a run resumed on a machine whose clock is behind the last
+// one's is not charged the difference.
 void open_segment(State& s, int64_t at_us) {
   s.segment_open = true;
   s.segment_start_us = at_us;
+  s.last_event_us = at_us;
 }
 
 void on_created(State& s, const Event& e, const RunCreated& p) {

@@ -148,7 +148,7 @@ struct State {
   // Bookkeeping of fold itself (not shown by status): wall-time segments and goal turns.
   bool segment_open = false;     // a run segment (created/resumed .. paused/finished) is active
   int64_t segment_start_us = 0;  // recorded_at of the event that opened it
-  int64_t last_event_us = 0;     // recorded_at of the last event seen
+  int64_t last_event_us = 0;     // latest recorded_at of the current segment
   double wall_closed_s = 0;      // wall seconds of closed segments
   int64_t last_goal_turn = 0;    // `turn` of the last model.request
   std::string forked_from;       // run id this run was forked from (run.forked)

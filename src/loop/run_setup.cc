@@ -116,4 +116,42 @@ std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state, co
   return store;
 }
 
+std::optional<std::string> task_dir_here(const State& state, const fs::path& given) {
+  const std::string recorded = state.config.value("task_dir", "");
+  if (given.empty()) {
+    std::error_code ec;
+    if (recorded.empty() || fs::exists(fs::path(recorded) / "task.toml", ec)) return std::nullopt;
+    throw std::invalid_argument(fmt::format(
+        "the run's task folder {} (recorded when the run was created) holds no task.toml on this "
+        "machine; if the run folder was moved here, name the same task's folder here with --task "
+        "DIR",
+        recorded));
+  }
+  // The recorded folder itself: as before a move (a task.toml edited in place is the evaluator's
+  // warning, tools/tool_evaluate.h).
+  if (fs::absolute(given).lexically_normal().string() == recorded) return std::nullopt;
+  TaskSpec task;
+  try {
+    task = load_task(given);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(fmt::format("--task {}: {}", given.string(), e.what()));
+  }
+  const std::string here = fs::absolute(task.dir).lexically_normal().string();
+  const json spec = to_json(task);
+  if (spec != state.task) {
+    std::string differs;
+    for (const auto& [key, value] : spec.items()) {
+      if (!state.task.contains(key) || state.task.at(key) != value) {
+        differs += (differs.empty() ? "" : ", ") + key;
+      }
+    }
+    throw std::invalid_argument(fmt::format(
+        "--task {}: its task.toml is not the task this run was created with (it differs in: {}); "
+        "a run carries on with its own task, a changed task is a new run",
+        given.string(), differs.empty() ? "fields the run records and this one lacks" : differs));
+  }
+  if (here == recorded) return std::nullopt;
+  return here;
+}
+
 }  // namespace marathon

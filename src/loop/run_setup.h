@@ -52,4 +52,13 @@ std::unique_ptr<EventStore> create_run(const TaskSpec& task, const NewRunOptions
 std::unique_ptr<EventStore> reopen_run(const std::filesystem::path& run_dir, State* state,
                                        const json& config = json::object());
 
+// The task folder a run carries on with on this machine, checked before anything is appended.
+// `given` (`resume --task`, the MCP server's --task) names the task's folder here, e.g. after the
+// run folder was copied to another machine; empty: the folder the log records (config.task_dir).
+// Returns the folder to record in run.resumed's config when it is not the recorded one, nullopt
+// when it is. Throws std::invalid_argument saying what is wrong: the recorded folder is not here
+// and none was given, or the given folder's task.toml is not the task the run was created with
+// (a moved run keeps its goal, evaluator and limits; a changed task is a new run).
+std::optional<std::string> task_dir_here(const State& state, const std::filesystem::path& given);
+
 }  // namespace marathon

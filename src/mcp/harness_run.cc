@@ -65,6 +65,7 @@ HarnessRun::HarnessRun(const HarnessOptions& o) {
   try {
     if (fs::exists(RunDir{run_dir_}.events_db())) {
       lock_.emplace(RunLock::acquire(run_dir_));
+      json moved = json::object();
       // Checked before anything is appended or the workspace rewritten.
       {
         auto reader =
@@ -73,10 +74,15 @@ HarnessRun::HarnessRun(const HarnessOptions& o) {
         if (!s.created) {
           throw HarnessError(fmt::format("{}: the log holds no run", run_dir_.string()));
         }
-        if (s.config.value("task_dir", "") != task_dir) {
-          throw HarnessError(fmt::format("{} is a run of the task in {}, not of {}",
-                                         run_dir_.string(), s.config.value("task_dir", "?"),
-                                         task_dir));
+        // The same task in another folder (the run folder moved to another machine) carries on
+        // there; another task is refused.
+        try {
+          if (std::optional<std::string> here = task_dir_here(s, task_dir)) {
+            moved["task_dir"] = *here;
+          }
+        } catch (const std::invalid_argument& e) {
+          throw HarnessError(fmt::format("{} is a run of the task in {}: {}", run_dir_.string(),
+                                         s.config.value("task_dir", "?"), e.what()));
         }
         if (s.done) {
           throw HarnessError(
@@ -84,7 +90,7 @@ HarnessRun::HarnessRun(const HarnessOptions& o) {
                           run_dir_.string(), s.finish_reason));
         }
       }
-      store_ = reopen_run(run_dir_, &state_);
+      store_ = reopen_run(run_dir_, &state_, moved);
     } else {
       lock_.emplace(RunLock::acquire_new(run_dir_));
       NewRunOptions n;

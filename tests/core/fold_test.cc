@@ -306,6 +306,27 @@ TEST(Fold, WallTimeIsTheSumOfActiveSegments) {
   EXPECT_FALSE(s.paused);
 }
 
+// Resumed on another machine whose clock is an hour behind the first one's: the second segment
+// counts its own 20 s, not the hour between the clocks.
+TEST(Fold, WallTimeOfASegmentOnAMachineWhoseClockIsBehindIsItsOwn) {
+  State s = Log()
+                .created("max", 10000)
+                .add(events::ModelRequest::kType, {{"turn", 1}}, 10100)  // killed after this
+                .add(events::RunResumed::kType, {{"reason", "resume"}}, 6500)
+                .add(events::ModelRequest::kType, {{"turn", 2}}, 6520)
+                .fold();
+  EXPECT_DOUBLE_EQ(s.used.wall_s, 120.0);
+  State later = Log()
+                    .created("max", 10000)
+                    .add(events::ModelRequest::kType, {{"turn", 1}}, 10100)
+                    .add(events::RunResumed::kType, {{"reason", "resume"}}, 6500)
+                    .add(events::ModelRequest::kType, {{"turn", 2}}, 6520)
+                    .add(events::RunResumed::kType, {{"reason", "resume"}}, 6600)  // killed again
+                    .add(events::RunFinished::kType, {{"reason", "finish"}}, 6605)
+                    .fold();
+  EXPECT_DOUBLE_EQ(later.used.wall_s, 125.0);
+}
+
 TEST(Fold, PauseAndBudgetWarnings) {
   State s =
       Log()

@@ -4,6 +4,7 @@
 // repeated after a kill gets the same answer, as a deterministic model would give.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <iostream>
 
 #include "core/event_store.h"
@@ -300,6 +301,68 @@ TEST(EndToEnd, SigintPausesTheRunCleanlyAndResumeFinishesIt) {
   State s = load_state(run);
   EXPECT_TRUE(s.done);
   EXPECT_EQ(*s.best_score, 5);
+}
+
+// A run folder copied to another machine, where the task's folder is elsewhere: `resume` says what
+// to give and changes nothing, refuses a folder holding another task, and with the same task's
+// folder (--task) carries on and finishes; later resumes keep it.
+TEST(EndToEnd, ARunMovedToAnotherMachineResumesWithItsTaskThereAndOnlyThatTask) {
+  TempDir dir("e2e-moved");
+  ScriptedLlmServer server([](size_t, const json& request) {
+    ScriptedResponse r = tiny_script(ScriptedLlmServer::assistant_turns(request));
+    r.delay_s = 0.3;
+    return r;
+  });
+  fs::create_directories(dir / "a");
+  fs::copy(testing::tiny_task(), dir / "a" / "task", fs::copy_options::recursive);
+  std::vector<std::string> argv{MARATHON_BINARY};
+  for (const std::string& a : tiny_run_args(dir / "a" / "run", server.base_url())) {
+    argv.push_back(a);
+  }
+  argv[2] = (dir / "a" / "task").string();
+  Child child(argv, {}, dir / "log");
+  while (server.request_count() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  child.signal(SIGINT);
+  ASSERT_EQ(child.wait_for(60), std::optional<int>(130)) << read_text(dir / "log");
+  // The machine is gone; its folders come back under another root.
+  fs::rename(dir / "a", dir / "b");
+  const fs::path run = dir / "b" / "run";
+  const size_t before = load_events(run).size();
+
+  EXPECT_EQ(run_binary({"resume", run.string(), "--quiet"}, {}, dir / "log1"), 2);
+  const std::string why = read_text(dir / "log1");
+  EXPECT_NE(why.find((dir / "a" / "task").string()), std::string::npos) << why;
+  EXPECT_NE(why.find("--task"), std::string::npos) << why;
+  EXPECT_NE(why.find("nothing was changed"), std::string::npos) << why;
+  EXPECT_EQ(load_events(run).size(), before);
+
+  // Another task (its goal's target changed) is not this run's.
+  fs::copy(dir / "b" / "task", dir / "other", fs::copy_options::recursive);
+  {
+    std::string text = read_text(dir / "other" / "task.toml");
+    const size_t at = text.find("direction");
+    ASSERT_NE(at, std::string::npos) << text;
+    text.insert(text.find('\n', at) + 1, "target = 123\n");
+    std::ofstream(dir / "other" / "task.toml") << text;
+  }
+  EXPECT_EQ(run_binary({"resume", run.string(), "--task", (dir / "other").string(), "--quiet"}, {},
+                       dir / "log2"),
+            2);
+  EXPECT_NE(read_text(dir / "log2").find("differs in: goal"), std::string::npos)
+      << read_text(dir / "log2");
+  EXPECT_EQ(load_events(run).size(), before);
+
+  ASSERT_EQ(run_binary({"resume", run.string(), "--task", (dir / "b" / "task").string(), "--quiet"},
+                       {}, dir / "log3"),
+            0)
+      << read_text(dir / "log3");
+  State s = load_state(run);
+  EXPECT_TRUE(s.done);
+  EXPECT_EQ(*s.best_score, 5);
+  EXPECT_EQ(s.config.value("task_dir", ""), (dir / "b" / "task").string());
+  std::vector<Event> resumed = events_of_type(load_events(run), events::RunResumed::kType);
+  ASSERT_EQ(resumed.size(), 1u);
+  EXPECT_EQ(resumed[0].payload["config"]["task_dir"], (dir / "b" / "task").string());
 }
 
 }  // namespace

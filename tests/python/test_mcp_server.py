@@ -192,6 +192,47 @@ def test_a_second_session_carries_on_the_same_run(session):
     assert status["run_id"] == seen["status"]["run_id"]
 
 
+def test_a_run_moved_with_its_task_carries_on_there_and_another_task_is_refused(session, tmp_path):
+    run_dir, seen = session
+    moved_run, moved_task = tmp_path / "run", tmp_path / "tasks" / "cpu-matmul"
+    shutil.copytree(run_dir, moved_run, ignore=shutil.ignore_patterns("lock"))
+    shutil.copytree(TASK, moved_task)
+    before = log_events(moved_run)
+
+    other = tmp_path / "other"
+    shutil.copytree(TASK, other)
+    toml = (other / "task.toml").read_text()
+    (other / "task.toml").write_text(toml.replace('name = "cpu-matmul"', 'name = "cpu-matmul-2"', 1))
+    r = subprocess.run(
+        [str(BINARY), "mcp", "--task", str(other), "--run-dir", str(moved_run)],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode != 0
+    assert "not the task this run was created with" in r.stderr and "name" in r.stderr, r.stderr
+    assert log_events(moved_run) == before  # nothing appended
+
+    params = StdioServerParameters(
+        command=str(BINARY),
+        args=["mcp", "--task", str(moved_task), "--run-dir", str(moved_run)],
+        env=dict(os.environ),
+    )
+
+    async def there():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            r = await s.call_tool("evaluate", {"files": {"kernel.cc": WRONG_KERNEL}, "strategy": "moved"})
+            return r.structuredContent["evaluation"], (await s.call_tool("status", {})).structuredContent
+
+    ev, status = anyio.run(there)
+    assert ev["cached"] is True
+    assert status["run_id"] == seen["status"]["run_id"]
+    resumed = [e for e in log_events(moved_run) if e["type"] == "run.resumed"]
+    assert resumed[-1]["payload"]["config"]["task_dir"] == str(moved_task)
+
+
 class RawClient:
     """The wire itself, for what the SDK does not let a test do on purpose: bad lines, requests
     before initialize, cancelling a request at a chosen moment."""
