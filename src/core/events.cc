@@ -949,11 +949,13 @@ void from_json(const json& j, RunPaused& p) {
 void to_json(json& j, const RunResumed& p) {
   j = json{{kReason, p.reason}};
   if (p.config.is_object() && !p.config.empty()) j["config"] = p.config;
+  if (p.host) j["host"] = *p.host;
 }
 void from_json(const json& j, RunResumed& p) {
   PayloadReader r(j, RunResumed::kType);
   p.reason = r.opt_str(kReason);
   if (const json* c = r.opt_obj("config")) p.config = *c;
+  p.host = r.maybe_str("host");
 }
 
 void to_json(json& j, const SandboxDisabled& p) {
@@ -1074,7 +1076,7 @@ const std::vector<TypeInfo>& all_types() {
        {"verb", "objective?", "status?", "progress?", "target?"}},
       {BudgetWarned::kType, BudgetWarned::kVersion, {"which", "used", "limit", "predicted?"}},
       {RunPaused::kType, RunPaused::kVersion, {"reason", "message"}},
-      {RunResumed::kType, RunResumed::kVersion, {"reason", "config?"}},
+      {RunResumed::kType, RunResumed::kVersion, {"reason", "config?", "host?"}},
       {RunStopRequested::kType, RunStopRequested::kVersion, {"reason"}},
       {RunFinished::kType, RunFinished::kVersion, {"reason", "summary"}},
       {RunForked::kType, RunForked::kVersion, {"run_id", "from_run_id", "from_dir", "at_seq"}},

@@ -490,6 +490,9 @@ struct RunResumed {
   // Settings given to `marathon resume` (e.g. model_timeout_s): they override the run's config
   // from here on, and later resumes keep them. Empty: none.
   json config = json::object();
+  // The machine that carries the run on from here (its host name): where each segment ran, e.g.
+  // after the run folder moved to another machine. Absent in logs written before it was recorded.
+  std::optional<std::string> host;
 };
 
 // A client asked the runner to stop (`marathon stop`, the control protocol's run/stop): it pauses

@@ -13,15 +13,15 @@ namespace marathon {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string errno_text(int err) { return std::strerror(err); }
-
 std::string this_host() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
 }
+
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err); }
 
 // The holder as the lock file says, read through `fd` (nullopt when unreadable or not yet written).
 std::optional<LockHolder> read_holder(int fd) {

@@ -22,6 +22,9 @@ struct LockHolder {
   std::string host;
 };
 
+// This machine's host name, as a lock file and run.resumed name it ("unknown" when it has none).
+std::string this_host();
+
 // Pure: the lock file's text ("pid N\nhost H\n") and back; nullopt when the text is not that form
 // (e.g. a holder that has locked but not yet written).
 std::string format_lock_holder(const LockHolder& h);

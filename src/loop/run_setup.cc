@@ -8,6 +8,7 @@
 
 #include "core/fold.h"
 #include "core/run_dir.h"
+#include "core/run_lock.h"
 #include "core/workspace_snapshot.h"
 
 namespace marathon {
@@ -109,6 +110,7 @@ std::unique_ptr<EventStore> reopen_run(const fs::path& run_dir, State* state, co
   events::RunResumed resumed;
   resumed.reason = "resume";
   if (config.is_object()) resumed.config = config;
+  resumed.host = this_host();
   apply(*state, store->append(make_event(resumed)));
   std::error_code ec;
   fs::create_directories(dir.workspace(), ec);

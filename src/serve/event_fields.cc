@@ -89,7 +89,13 @@ std::optional<MarkerFields> marker_fields(const Event& e) {
   if (auto p = read_as<events::RunPaused>(e)) {
     return MarkerFields{MarkerKind::kPause, "paused: " + p->reason};
   }
-  if (is<events::RunResumed>(e)) return MarkerFields{MarkerKind::kResume, "resumed"};
+  if (auto p = read_as<events::RunResumed>(e)) {
+    std::string text = p->host ? "resumed on " + *p->host : "resumed";
+    if (p->config.is_object() && p->config.contains("task_dir")) {
+      text += ", the task at " + p->config.value("task_dir", "");
+    }
+    return MarkerFields{MarkerKind::kResume, text};
+  }
   if (auto p = read_as<events::RunFinished>(e)) {
     return MarkerFields{MarkerKind::kFinish, "finished: " + p->reason};
   }

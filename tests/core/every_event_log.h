@@ -127,7 +127,7 @@ inline std::vector<NewEvent> every_event_log() {
       make_event(events::RunPaused::kType, {{"reason", "user"}}),
       make_event(events::GoalChanged::kType, {{"verb", "resume"}, {"progress", "half way"}}),
       make_event(events::RunResumed::kType, {{"reason", "user"}}),
-      make_event(events::RunResumed::kType, {{"reason", "crash"}}),
+      make_event(events::RunResumed::kType, {{"reason", "crash"}, {"host", "gpu-2"}}),
       make_event(events::SandboxDisabled::kType,
                  {{"reason", "bubblewrap cannot create the sandbox"}, {"command", "resume"}}),
       make_event(events::GoalChanged::kType,

@@ -9,6 +9,7 @@
 
 #include "core/event_store.h"
 #include "core/fold.h"
+#include "core/run_lock.h"
 #include "core/workspace_snapshot.h"
 #include "loop/replay.h"
 #include "loop_test_support.h"
@@ -363,6 +364,7 @@ TEST(EndToEnd, ARunMovedToAnotherMachineResumesWithItsTaskThereAndOnlyThatTask) 
   std::vector<Event> resumed = events_of_type(load_events(run), events::RunResumed::kType);
   ASSERT_EQ(resumed.size(), 1u);
   EXPECT_EQ(resumed[0].payload["config"]["task_dir"], (dir / "b" / "task").string());
+  EXPECT_EQ(resumed[0].payload["host"], this_host());  // where the run carried on
 }
 
 }  // namespace
