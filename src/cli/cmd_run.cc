@@ -626,6 +626,7 @@ int do_resume(const std::string& run_dir, bool quiet, const std::optional<double
     auto* replay = static_cast<ReplayPolicy*>(policy.get());
     replay->skip(state.used.model_calls);
     options.logged_result = logged_results(original_events, *original, *store);
+    options.logged_remeasure = logged_remeasurements(original_events);
   } else {
     try {
       policy = make_policy(state.config.value("policy", "search"), PolicyOptions{&state, nullptr});

@@ -83,6 +83,12 @@ LoggedResultFn logged_results(std::vector<Event> original, const EventStore& fro
   return [calls, &from, &to](int64_t turn, size_t index,
                              const std::string& tool) -> std::optional<LoggedResult> {
     auto it = calls->find({turn, index});
+    if (it != calls->end() && !it->second.finished && it->second.tool == tool &&
+        offline_irreproducible_tools().count(tool)) {
+      LoggedResult stopped;
+      stopped.original_stopped = true;
+      return stopped;
+    }
     if (it == calls->end() || !it->second.finished) return std::nullopt;
     const LoggedCall& c = it->second;
     const ToolFinished& finished = *c.finished;

@@ -157,6 +157,13 @@ ToolContext Runner::tool_context(int64_t started_seq) {
 void Runner::remeasure_one(const RemeasureDue& due) {
   std::optional<EvalRemeasured> p =
       hooks_.logged_remeasure ? hooks_.logged_remeasure(due) : std::nullopt;
+  if (!p && hooks_.logged_remeasure) {
+    replay_ended_ = fmt::format(
+        "replay_exhausted: the logged run holds no re-measurement #{} of candidate {} (it stopped "
+        "before making it)",
+        due.index + 1, due.candidate.substr(0, 12));
+    return;
+  }
   if (!p) {
     spdlog::info("re-measuring candidate {} ({} #{})", due.candidate.substr(0, 12), due.phase,
                  due.index + 1);
@@ -174,7 +181,7 @@ void Runner::confirm_final() {
   for (int i = 0; i < 100000; ++i) {
     if (hooks_.interrupted && hooks_.interrupted()) return;
     std::optional<RemeasureDue> due = final_confirmation_due(state_);
-    if (!due) return;
+    if (!due || replay_ended_) return;
     remeasure_one(*due);
   }
 }
@@ -190,6 +197,13 @@ std::optional<RunReport> Runner::check_stops(bool* stepped) {
     append({make_event(RunPaused{reason, message})});
     return RunReport{RunOutcome::kPaused, reason};
   };
+  // A replay that reached the end of what the original logged stops as a replay out of responses.
+  auto replay_end = [this] {
+    spdlog::warn("{}", *replay_ended_);
+    append({make_event(RunPaused{"model_error", *replay_ended_})});
+    return RunReport{RunOutcome::kFailed, "model_error"};
+  };
+  if (replay_ended_) return replay_end();
   auto finish = [this](const std::string& reason, const std::string& summary) {
     std::vector<NewEvent> batch = not_run_answers(reason, summary);
     batch.push_back(make_event(RunFinished{reason, summary}));
@@ -204,6 +218,7 @@ std::optional<RunReport> Runner::check_stops(bool* stepped) {
       return pause("interrupted", "stopped by SIGINT or SIGTERM; `marathon resume` carries on");
     case K::kStopRequested:
       confirm_final();
+      if (replay_ended_) return replay_end();
       return pause("stopped", fmt::format("stopped on request ({}); `marathon resume` carries on",
                                           state_.stop_requested->empty() ? "no reason given"
                                                                          : *state_.stop_requested));
@@ -214,11 +229,13 @@ std::optional<RunReport> Runner::check_stops(bool* stepped) {
       return finish("goal_cleared", "the goal was cleared");
     case K::kTarget:
       confirm_final();
+      if (replay_ended_) return replay_end();
       return finish("target", fmt::format("target {:.4g} reached: {}", *state_.goal.target,
                                           best_text(state_)));
     case K::kBudget:
       // Re-measurements take wall and GPU time: with either used up the run ends as it stands.
       if (!spent_by_evaluations(d)) confirm_final();
+      if (replay_ended_) return replay_end();
       return finish("budget",
                     fmt::format("{} budget used up ({:.6g} of {:.6g}); {}", d.exhausted->which,
                                 d.exhausted->used, d.exhausted->limit, best_text(state_)));
@@ -237,6 +254,7 @@ std::optional<RunReport> Runner::check_stops(bool* stepped) {
   // A would-be best is re-measured before anything else happens (the next call, the next prompt).
   if (std::optional<RemeasureDue> due = confirmation_due(state_)) {
     remeasure_one(*due);
+    if (replay_ended_) return replay_end();
     *stepped = true;
   }
   return std::nullopt;
@@ -298,12 +316,20 @@ void Runner::execute_call(const PreparedCall& p, const Event& started) {
   } else if (std::optional<LoggedResult> logged =
                  hooks_.logged_result ? hooks_.logged_result(p.turn, call.index, call.name)
                                       : std::nullopt) {
+    if (logged->original_stopped) {
+      // Left in flight, as the original left it; the next stop check ends the replay.
+      replay_ended_ = fmt::format(
+          "replay_exhausted: the logged run never finished tool call {} ({}): it stopped in it",
+          call.id, call.name);
+      return;
+    }
     result = std::move(logged->result);
     interrupted = logged->finished.interrupted;
   } else {
     ToolContext ctx = tool_context(started.seq);
     Timer t(&stats_.tools_s);
     result = ToolRegistry::run(*p.checked.tool, p.checked.arguments, ctx);
+    if (replay_ended_) return;  // the original stopped inside this call's confirmation
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ToolFinished fin = finished_payload(call.id, call.name, result, elapsed);

@@ -40,6 +40,9 @@ namespace marathon {
 struct LoggedResult {
   ToolResult result;
   events::ToolFinished finished;  // the original tool.finished (ok, output, interrupted, ...)
+  // The original stopped inside this call (an evaluation it never finished): the replay ends
+  // there rather than pay for it; `result` and `finished` are empty.
+  bool original_stopped = false;
 };
 using LoggedResultFn =
     std::function<std::optional<LoggedResult>(int64_t turn, size_t index, const std::string& tool)>;
@@ -63,7 +66,9 @@ struct RunnerHooks {
   // Called before each step (replay: appends what others appended to the original at this point,
   // e.g. a manual compaction request or a goal verb, which the runner then reads as it would).
   std::function<void()> between_steps;
-  // Replay: the logged eval.remeasured of a re-measurement the replay owes (nullopt: run it).
+  // Replay: the logged eval.remeasured of a re-measurement the replay owes. Nullopt: the original
+  // stopped before it (killed or paused mid-confirmation), and the replay ends there, as when its
+  // model responses run out: a replay pays for no evaluation.
   std::function<std::optional<events::EvalRemeasured>(const RemeasureDue&)> logged_remeasure;
 };
 
@@ -139,7 +144,8 @@ class Runner {
   // The stop due now, if any; a re-measurement owed in its place sets *stepped (the step was
   // that re-measurement).
   std::optional<RunReport> check_stops(bool* stepped);
-  // One re-measurement (core/confirmation.h), appended before anything else is done.
+  // One re-measurement (core/confirmation.h), appended before anything else is done. In a replay
+  // one the original never logged is not run: it sets replay_ended_ instead.
   void remeasure_one(const RemeasureDue& due);
   // The final confirmation: the re-measurements final_confirmation_due asks for, one after the
   // other, until none is owed or a signal asks the runner to stop.
@@ -162,6 +168,7 @@ class Runner {
   std::vector<Event> events_;
   std::optional<context::PromptCache> prompt_cache_;  // prompt pieces kept between steps
   RunnerStats stats_;
+  std::optional<std::string> replay_ended_;  // why the replay ends (remeasure_one)
 };
 
 }  // namespace marathon

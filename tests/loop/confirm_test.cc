@@ -352,5 +352,62 @@ TEST(ConfirmedBest, AKillDuringAConfirmationIsResumedWithoutPayingForAReMeasurem
       << read_text(human);
 }
 
+// An original killed inside a re-measurement, then inside its evaluation (a machine taken away):
+// its replay serves what the log holds and ends where the log does, running no evaluator, with the
+// original's state.
+TEST(ConfirmedBest, AReplayOfAKilledRunEndsWhereItsLogEndsAndPaysForNothing) {
+  TempDir dir("confirm-replay-killed");
+  const std::string solution = "value = 2\nsleep = 0.6\n";
+  ScriptedLlmServer server = noisy_server(solution);
+  const fs::path marker = dir / "marks" / "marker";
+  std::map<std::string, std::string> env = testing::eval_marker_env(marker);
+  auto evaluating = [](const fs::path& run) {
+    try {
+      return !events_of_type(load_events(run), events::ToolStarted::kType).empty() &&
+             events_of_type(load_events(run), events::EvalFinished::kType).empty() &&
+             events_of_type(load_events(run), events::ToolStarted::kType).size() >= 2;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  struct Case {
+    std::string name;
+    std::function<bool(const fs::path&)> ready;
+  };
+  const std::vector<Case> cases = {
+      {"re-measurement", [](const fs::path& run) { return remeasured_in(run) >= 1; }},
+      {"evaluation", evaluating}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path run = dir / (c.name + "-run"), log = dir / (c.name + ".log");
+    std::vector<std::string> argv{MARATHON_BINARY};
+    for (const std::string& a : noisy_args(run, server.base_url())) argv.push_back(a);
+    Child child(argv, env, log);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!c.ready(run) && std::chrono::steady_clock::now() < deadline) {
+      ASSERT_FALSE(child.wait_for(0.02)) << "ended before the kill:\n" << read_text(log);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // inside the next execution
+    child.kill_group();
+    const size_t executed = read_lines(marker).size();
+    const State original = load_state(run);
+    ASSERT_FALSE(original.done);
+
+    const fs::path out = dir / (c.name + "-replay.log");
+    EXPECT_EQ(
+        run_binary({"replay", run.string(), "--run-dir", (dir / (c.name + "-replay")).string()},
+                   env, out),
+        1)  // stopped where the original did, as a replay whose responses ran out
+        << read_text(out);
+    EXPECT_NE(read_text(out).find("final state matches the original"), std::string::npos)
+        << read_text(out);
+    EXPECT_NE(read_text(out).find("replay_exhausted"), std::string::npos) << read_text(out);
+    EXPECT_EQ(read_lines(marker).size(), executed) << "the replay ran the evaluator";
+    const State replayed = load_state(dir / (c.name + "-replay"));
+    EXPECT_EQ(comparable_state(replayed), comparable_state(original));
+    EXPECT_EQ(replayed.used.model_calls, original.used.model_calls);
+  }
+}
+
 }  // namespace
 }  // namespace marathon
