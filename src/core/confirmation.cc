@@ -344,6 +344,13 @@ BaselineComparison compare_with_baseline(const State& s) {
   return out;
 }
 
+std::string best_figure_text(const State& s, std::string (*num)(double)) {
+  if (!s.best_score) return "";
+  std::optional<Figure> f = best_figure(s);
+  return fmt::format("best {} {} (candidate {})", s.goal.metric,
+                     f ? figure_text(*f, num) : num(*s.best_score), s.best_candidate.substr(0, 12));
+}
+
 std::string figure_text(const Figure& f, std::string (*num)(double)) {
   std::string out = num(f.value);
   std::string why;

@@ -151,6 +151,9 @@ BaselineComparison compare_with_baseline(const State& s);
 //   "4.9 (median of 3 re-measurements, 4.69 to 5.41; first draw 5.569)"
 //   "5.2 (one draw; re-measurement owed)"
 std::string figure_text(const Figure& f, std::string (*num)(double));
+// The best with its figure: "best speedup 4.9 (median of 3 ...) (candidate 0123456789ab)"; ""
+// when no evaluation was correct yet.
+std::string best_figure_text(const State& s, std::string (*num)(double));
 // One sentence about the best against the baseline ("" when there is nothing to say), e.g.
 // "no candidate beat the baseline beyond noise: best 1.02 against baseline 1 (noise 0.05)".
 std::string baseline_text(const State& s, std::string (*num)(double));

@@ -26,11 +26,7 @@ std::string score_text(const State& s) {
 
 // The best with its spread (core/confirmation.h), for the summary.
 std::string confirmed_best_text(const State& s) {
-  if (!s.best_score) return "best: none yet";
-  std::optional<Figure> f = best_figure(s);
-  return fmt::format("best {} {} (candidate {})", s.goal.metric,
-                     f ? figure_text(*f, short_number) : short_number(*s.best_score),
-                     short_hash(s.best_candidate));
+  return s.best_score ? best_figure_text(s, short_number) : "best: none yet";
 }
 
 // A preview of model or candidate text: at most `max` bytes (cut between characters), its line

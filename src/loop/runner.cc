@@ -63,10 +63,7 @@ std::string short_number(double v) { return fmt::format("{:.4g}", v); }
 
 std::string best_text(const State& s) {
   if (!s.best_score) return "no correct evaluation yet";
-  std::optional<Figure> f = best_figure(s);
-  std::string out = fmt::format("best {} {} (candidate {})", s.goal.metric,
-                                f ? figure_text(*f, short_number) : short_number(*s.best_score),
-                                s.best_candidate.substr(0, 12));
+  std::string out = best_figure_text(s, short_number);
   if (std::string b = baseline_text(s, short_number); !b.empty()) out += "; " + b;
   return out;
 }
