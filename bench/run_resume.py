@@ -162,6 +162,7 @@ def main() -> int:
     watcher = Watcher()
     watcher.start()
     t_start = time.monotonic()
+    t_wall0 = time.time()  # this machine's share of a moved run: what its log records from here on
     segments, kills = [], []
     first = True
     status = "running"
@@ -256,8 +257,18 @@ def main() -> int:
             if best is None or (s > best if direction == "max" else s < best):
                 best = s
                 curve.append({"t_s": round(e["recorded_at"] / 1e6 - t_first, 1), "score": s})
-    eval_s = sum(e.get("elapsed_s", 0.0) for e in executed)
-    prof_s = sum(t.get("elapsed_s", 0.0) for t in profiles)
+    here = [e for e in evs if e["recorded_at"] / 1e6 >= t_wall0]
+    eval_s = sum(
+        e["payload"].get("elapsed_s", 0.0)
+        for e in here
+        if (e["type"] == "eval.finished" and not e["payload"].get("cached")) or e["type"] == "eval.remeasured"
+    )
+    prof_s = sum(
+        e["payload"].get("elapsed_s", 0.0)
+        for e in here
+        if e["type"] == "tool.finished" and e["payload"].get("name") == "profile"
+    )
+    calls_here = sum(1 for e in here if e["type"] == "tool.finished")
     wall = sum(s["wall_s"] for s in segments)
     state = json.loads(
         subprocess.run([args.marathon, "status", args.run_dir, "--json"], capture_output=True, text=True).stdout
@@ -293,8 +304,10 @@ def main() -> int:
         "segments": segments,
         "kills": kills,
         "wall_s": round(wall, 1),
+        # this machine's segments: evaluations, re-measurements and profiles against its wall time
+        "tool_calls_here": calls_here,
         "evaluator_busy_fraction": round((eval_s + prof_s) / wall, 3) if wall else None,
-        "runtime_s_per_tool_call": round((wall - eval_s - prof_s) / max(1, state["budget"]["used"]["tool_calls"]), 3),
+        "runtime_s_per_tool_call": round((wall - eval_s - prof_s) / max(1, calls_here), 3),
         "gpu_processes_at_end": gpu_processes(),
     }
     text = json.dumps(summary, indent=1)
