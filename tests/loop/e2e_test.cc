@@ -271,14 +271,18 @@ TEST(EndToEnd, BadToolCallsThroughTheLoopAreAnsweredAsErrorsAndNothingEscapesThe
   EXPECT_EQ(tool_msgs, 4);
 }
 
-TEST(EndToEnd, SigintPausesTheRunCleanlyAndResumeFinishesIt) {
-  TempDir dir("e2e-sigint");
-  // A slow "model": every reply waits, so the SIGINT lands mid-run.
-  ScriptedLlmServer server([](size_t, const json& request) {
+// A slow "model": every reply of the tiny script waits, so a signal lands mid-run.
+ScriptedLlmServer slow_tiny_server() {
+  return ScriptedLlmServer([](size_t, const json& request) {
     ScriptedResponse r = tiny_script(ScriptedLlmServer::assistant_turns(request));
     r.delay_s = 0.3;
     return r;
   });
+}
+
+TEST(EndToEnd, SigintPausesTheRunCleanlyAndResumeFinishesIt) {
+  TempDir dir("e2e-sigint");
+  ScriptedLlmServer server = slow_tiny_server();
   fs::path run = dir / "run";
   std::vector<std::string> argv{MARATHON_BINARY};
   for (const std::string& a : tiny_run_args(run, server.base_url())) argv.push_back(a);
@@ -309,11 +313,7 @@ TEST(EndToEnd, SigintPausesTheRunCleanlyAndResumeFinishesIt) {
 // folder (--task) carries on and finishes; later resumes keep it.
 TEST(EndToEnd, ARunMovedToAnotherMachineResumesWithItsTaskThereAndOnlyThatTask) {
   TempDir dir("e2e-moved");
-  ScriptedLlmServer server([](size_t, const json& request) {
-    ScriptedResponse r = tiny_script(ScriptedLlmServer::assistant_turns(request));
-    r.delay_s = 0.3;
-    return r;
-  });
+  ScriptedLlmServer server = slow_tiny_server();
   fs::create_directories(dir / "a");
   fs::copy(testing::tiny_task(), dir / "a" / "task", fs::copy_options::recursive);
   std::vector<std::string> argv{MARATHON_BINARY};
