@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 
 #include "llm/anthropic_format.h"
@@ -132,9 +134,17 @@ std::unique_ptr<Provider> make_provider(ProviderConfig config) {
   }
   if (config.base_url.empty()) config.base_url = info->default_base_url;
   if (config.api_key_env.empty()) config.api_key_env = info->default_key_env;
-  if (!config.api_key_env.empty() && std::getenv(config.api_key_env.c_str()) == nullptr) {
-    spdlog::warn("{}: env {} is not set; requests go without a key", config.provider,
-                 config.api_key_env);
+  const char* key = config.api_key_env.empty() ? nullptr : std::getenv(config.api_key_env.c_str());
+  if (!config.api_key_env.empty() && (key == nullptr || *key == '\0')) {  // empty: as unset
+    // Once per process and variable: a run makes its provider more than once (the preflight's
+    // policy, then the run's), and one warning says it.
+    static std::mutex warned_mutex;
+    static std::set<std::string> warned;
+    std::lock_guard<std::mutex> lock(warned_mutex);
+    if (warned.insert(config.provider + "\n" + config.api_key_env).second) {
+      spdlog::warn("{}: env {} is not set; requests go without a key", config.provider,
+                   config.api_key_env);
+    }
   }
   std::unique_ptr<WireFormat> format;
   if (info->wire == "anthropic") {

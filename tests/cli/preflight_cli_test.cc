@@ -59,6 +59,11 @@ TEST_F(Preflight, AllowNoKeyStartsTheRun) {
       << out_;
   EXPECT_TRUE(fs::exists(run_ / "events.db"));
   EXPECT_GT(server.request_count(), 0u);
+  // Said once, though the run makes its provider twice (the preflight's policy, the run's).
+  const std::string warning = "env OPENAI_API_KEY is not set; requests go without a key";
+  const size_t first = out_.find(warning);
+  EXPECT_NE(first, std::string::npos) << out_;
+  EXPECT_EQ(out_.find(warning, first + 1), std::string::npos) << out_;
 }
 
 // `run --json`: stdout holds exactly one JSON object, the summary (stderr keeps the logs).
