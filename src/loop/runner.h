@@ -168,7 +168,9 @@ class Runner {
   std::vector<Event> events_;
   std::optional<context::PromptCache> prompt_cache_;  // prompt pieces kept between steps
   RunnerStats stats_;
-  std::optional<std::string> replay_ended_;  // why the replay ends (remeasure_one)
+  // Set where a replay reaches what the original never finished (remeasure_one, execute_call):
+  // why the replay ends; the next stop check pauses it.
+  std::optional<std::string> replay_ended_;
 };
 
 }  // namespace marathon
