@@ -987,6 +987,7 @@ void to_json(json& j, const RunForked& p) {
            {"from_run_id", p.from_run_id},
            {"from_dir", p.from_dir},
            {"at_seq", p.at_seq}};
+  if (p.budget) j["budget"] = *p.budget;
 }
 void from_json(const json& j, RunForked& p) {
   PayloadReader r(j, RunForked::kType);
@@ -994,6 +995,13 @@ void from_json(const json& j, RunForked& p) {
   p.from_run_id = r.opt_str("from_run_id");
   p.from_dir = r.opt_str("from_dir");
   p.at_seq = r.integer("at_seq", 0);
+  if (const json* b = r.opt_obj("budget")) {
+    try {
+      p.budget = b->get<BudgetSpec>();
+    } catch (const PayloadError& e) {
+      r.fail("budget." + e.field(), e.problem());
+    }
+  }
 }
 
 // -- the table
@@ -1079,7 +1087,10 @@ const std::vector<TypeInfo>& all_types() {
       {RunResumed::kType, RunResumed::kVersion, {"reason", "config?", "host?"}},
       {RunStopRequested::kType, RunStopRequested::kVersion, {"reason"}},
       {RunFinished::kType, RunFinished::kVersion, {"reason", "summary"}},
-      {RunForked::kType, RunForked::kVersion, {"run_id", "from_run_id", "from_dir", "at_seq"}},
+      {RunForked::kType,
+       RunForked::kVersion,
+       {"run_id", "from_run_id", "from_dir", "at_seq",
+        "budget?{max_tool_calls?, max_wall_s?, max_tokens?, max_cost_usd?, max_gpu_s?}"}},
       {SandboxDisabled::kType, SandboxDisabled::kVersion, {"reason", "command"}},
   };
   return kTypes;

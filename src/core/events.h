@@ -528,6 +528,8 @@ struct RunForked {
   std::string from_run_id;
   std::string from_dir;
   int64_t at_seq = 0;
+  // Limits the fork replaces (`marathon fork --max-tool-calls ...`); each absent: the original's.
+  std::optional<BudgetSpec> budget;
 };
 
 // ---- JSON conversions (nlohmann ADL) ----------------------------------------------------------

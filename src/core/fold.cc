@@ -31,6 +31,15 @@ void open_segment(State& s, int64_t at_us) {
   s.last_event_us = at_us;
 }
 
+// The limits a budget sets (run.created, or a fork's replacements in run.forked).
+void apply_budget(State& s, const BudgetSpec& b) {
+  if (b.max_tool_calls) s.limits.max_tool_calls = *b.max_tool_calls;
+  if (b.max_wall_s) s.limits.max_wall_s = *b.max_wall_s;
+  if (b.max_tokens) s.limits.max_tokens = *b.max_tokens;
+  if (b.max_cost_usd) s.limits.max_cost_usd = *b.max_cost_usd;
+  if (b.max_gpu_s) s.limits.max_gpu_s = *b.max_gpu_s;
+}
+
 void on_created(State& s, const Event& e, const RunCreated& p) {
   s.created = true;
   s.run_id = p.run_id;
@@ -45,14 +54,7 @@ void on_created(State& s, const Event& e, const RunCreated& p) {
     s.goal.direction = p.goal->direction;
     s.goal.target = p.goal->target;
   }
-  if (p.budget) {
-    const BudgetSpec& b = *p.budget;
-    if (b.max_tool_calls) s.limits.max_tool_calls = *b.max_tool_calls;
-    if (b.max_wall_s) s.limits.max_wall_s = *b.max_wall_s;
-    if (b.max_tokens) s.limits.max_tokens = *b.max_tokens;
-    if (b.max_cost_usd) s.limits.max_cost_usd = *b.max_cost_usd;
-    if (b.max_gpu_s) s.limits.max_gpu_s = *b.max_gpu_s;
-  }
+  if (p.budget) apply_budget(s, *p.budget);
   open_segment(s, e.recorded_at_us);
 }
 
@@ -259,6 +261,7 @@ void apply_typed(State& s, const Event& e) {
     s.forked_from = p.from_run_id;
     s.forked_at_seq = p.at_seq;
     s.run_id = p.run_id;
+    if (p.budget) apply_budget(s, *p.budget);
   }
 }
 

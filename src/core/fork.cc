@@ -62,7 +62,8 @@ size_t copy_prefix(const EventStore& from, EventStore& to, int64_t at_seq) {
   return copied.size();
 }
 
-ForkResult fork_run(const fs::path& from_dir, int64_t at_seq, const fs::path& to_dir) {
+ForkResult fork_run(const fs::path& from_dir, int64_t at_seq, const fs::path& to_dir,
+                    const std::optional<events::BudgetSpec>& budget) {
   RunDir src = existing_run_dir(from_dir);
   auto from = EventStore::open(src.events_db().string(), EventStore::Mode::kReadOnly);
   int64_t last = from->last_seq();
@@ -84,6 +85,7 @@ ForkResult fork_run(const fs::path& from_dir, int64_t at_seq, const fs::path& to
     forked.from_run_id = r.from_run_id;
     forked.from_dir = from_dir.string();
     forked.at_seq = at_seq;
+    forked.budget = budget;
     to->append(make_event(forked));
     WorkspaceFiles files = workspace_at(*from, at_seq);
     materialize_workspace(*to, files, dst.workspace());

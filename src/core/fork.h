@@ -3,10 +3,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "core/event.h"
+#include "core/events.h"
 
 namespace marathon {
 
@@ -27,9 +29,11 @@ struct ForkResult {
   size_t files = 0;  // workspace files rebuilt
 };
 
-// `marathon fork FROM --at SEQ --run-dir TO`. Throws StoreError (bad run dir, SEQ outside the log,
-// TO not empty, a missing blob); a failed fork leaves no TO behind.
+// `marathon fork FROM --at SEQ --run-dir TO [--max-tool-calls N ...]`: `budget`'s limits replace
+// the original's in the fork (recorded in run.forked). Throws StoreError (bad run dir, SEQ outside
+// the log, TO not empty, a missing blob); a failed fork leaves no TO behind.
 ForkResult fork_run(const std::filesystem::path& from, int64_t at_seq,
-                    const std::filesystem::path& to);
+                    const std::filesystem::path& to,
+                    const std::optional<events::BudgetSpec>& budget = std::nullopt);
 
 }  // namespace marathon

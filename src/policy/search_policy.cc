@@ -78,17 +78,11 @@ SearchStep plan_search(const std::vector<int>& dims, const KnobConfig& start,
                        const SearchOptions& o) {
   const int eta = std::max(2, o.eta);
   SearchStep step;
-  std::vector<KnobConfig> pool;  // every configuration the plan has scheduled, in order
+  std::vector<KnobConfig> pool;  // every configuration the plan has scheduled, all brackets
   std::set<KnobConfig> in_pool;
   auto value = [&](const KnobConfig& c) {
     auto it = results.find(c);
     return it == results.end() ? kFailed : it->second;
-  };
-  // Schedules c; true when it still needs an evaluation (then it is the next step).
-  auto schedule = [&](const KnobConfig& c) {
-    pool.push_back(c);
-    in_pool.insert(c);
-    return !results.count(c);
   };
   auto done = [&](const std::string& why) {
     step.next.reset();
@@ -98,59 +92,85 @@ SearchStep plan_search(const std::vector<int>& dims, const KnobConfig& start,
 
   int n0 = o.initial > 0 ? o.initial : std::clamp(budget / 4, 2, 16);
   n0 = static_cast<int>(std::min<double>(n0, space_size(dims)));
-  for (const KnobConfig& c : initial_sample(dims, start, n0, o.seed)) {
-    if (static_cast<int>(pool.size()) >= budget) return done("evaluation budget spent");
-    if (schedule(c)) {
-      step.next = c;
-      return step;
-    }
-  }
-
-  // Ranking: best value first; ties go to the configuration scheduled first.
-  auto ranked = [&] {
-    std::vector<size_t> idx(pool.size());
-    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    std::stable_sort(idx.begin(), idx.end(),
-                     [&](size_t a, size_t b) { return value(pool[a]) > value(pool[b]); });
-    return idx;
-  };
-  auto best_value = [&] {
-    double b = kFailed;
-    for (const auto& c : pool) b = std::max(b, value(c));
-    return b;
-  };
-
-  int survivors = std::max(1, (static_cast<int>(pool.size()) + eta - 1) / eta);
-  double best_before = best_value();
-  int rounds_without_gain = 0;
-  for (int r = 1;; ++r) {
-    step.round = r;
-    step.survivors = survivors;
-    std::vector<size_t> order = ranked();
-    const size_t per_survivor = static_cast<size_t>(std::min(std::pow(eta, r), 1024.0));
-    std::vector<KnobConfig> batch;
-    std::set<KnobConfig> excluded = in_pool;
-    for (int s = 0; s < survivors && s < static_cast<int>(order.size()); ++s) {
-      for (KnobConfig& n : neighbours(dims, pool[order[s]], per_survivor, excluded)) {
-        excluded.insert(n);
-        batch.push_back(std::move(n));
+  for (int bracket = 0;; ++bracket) {
+    step.bracket = bracket;
+    step.round = 0;
+    step.survivors = 0;
+    std::vector<KnobConfig> field;  // this bracket's configurations, in order
+    // Schedules c; true when it still needs an evaluation (then it is the next step).
+    auto schedule = [&](const KnobConfig& c) {
+      pool.push_back(c);
+      in_pool.insert(c);
+      field.push_back(c);
+      return !results.count(c);
+    };
+    // Round 0: the starter's configuration and a seeded sample; a later bracket samples afresh
+    // (its own seed) among the configurations no earlier bracket scheduled.
+    std::vector<KnobConfig> sample;
+    if (bracket == 0) {
+      sample = initial_sample(dims, start, n0, o.seed);
+    } else {
+      uint64_t seed = splitmix64(o.seed + static_cast<uint64_t>(bracket));
+      const int draws = n0 + 1 + static_cast<int>(in_pool.size());
+      for (const KnobConfig& c : initial_sample(dims, start, draws, seed)) {
+        if (!in_pool.count(c) && static_cast<int>(sample.size()) < n0) sample.push_back(c);
       }
+      if (sample.empty()) return done("no unexplored configuration is left");
     }
-    if (batch.empty()) return done("no unexplored neighbour of the survivors is left");
-    for (const KnobConfig& c : batch) {
+    for (const KnobConfig& c : sample) {
       if (static_cast<int>(pool.size()) >= budget) return done("evaluation budget spent");
       if (schedule(c)) {
         step.next = c;
         return step;
       }
     }
-    double best_after = best_value();
-    if (survivors == 1) {
-      rounds_without_gain = best_after > best_before ? 0 : rounds_without_gain + 1;
-      if (rounds_without_gain >= 2) return done("two rounds without improvement");
+
+    // Ranking within the bracket: best value first; ties go to the configuration scheduled first.
+    auto ranked = [&] {
+      std::vector<size_t> idx(field.size());
+      for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+      std::stable_sort(idx.begin(), idx.end(),
+                       [&](size_t a, size_t b) { return value(field[a]) > value(field[b]); });
+      return idx;
+    };
+    auto best_value = [&] {
+      double b = kFailed;
+      for (const auto& c : field) b = std::max(b, value(c));
+      return b;
+    };
+
+    int survivors = std::max(1, (static_cast<int>(field.size()) + eta - 1) / eta);
+    double best_before = best_value();
+    int rounds_without_gain = 0;
+    for (int r = 1;; ++r) {
+      step.round = r;
+      step.survivors = survivors;
+      std::vector<size_t> order = ranked();
+      const size_t per_survivor = static_cast<size_t>(std::min(std::pow(eta, r), 1024.0));
+      std::vector<KnobConfig> batch;
+      std::set<KnobConfig> excluded = in_pool;
+      for (int s = 0; s < survivors && s < static_cast<int>(order.size()); ++s) {
+        for (KnobConfig& n : neighbours(dims, field[order[s]], per_survivor, excluded)) {
+          excluded.insert(n);
+          batch.push_back(std::move(n));
+        }
+      }
+      if (batch.empty()) break;  // no unexplored neighbour of the survivors: the next bracket
+      for (const KnobConfig& c : batch) {
+        if (static_cast<int>(pool.size()) >= budget) return done("evaluation budget spent");
+        if (schedule(c)) {
+          step.next = c;
+          return step;
+        }
+      }
+      double best_after = best_value();
+      if (survivors == 1) {
+        rounds_without_gain = best_after > best_before ? 0 : rounds_without_gain + 1;
+        if (rounds_without_gain >= 2) break;  // converged: the next bracket
+      }
+      best_before = best_after;
+      survivors = std::max(1, (survivors + eta - 1) / eta);
     }
-    best_before = best_after;
-    survivors = std::max(1, (survivors + eta - 1) / eta);
   }
 }
 
@@ -313,6 +333,11 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
         step.round == 0 ? "round 0 (initial sample)"
                         : fmt::format("round {} ({} survivor{}, neighbours of each)", step.round,
                                       step.survivors, step.survivors == 1 ? "" : "s");
+    if (step.bracket > 0) {
+      stage = fmt::format("bracket {} (the previous converged; a fresh sample of configurations "
+                          "not tried yet), {}",
+                          step.bracket + 1, stage);
+    }
     evaluate(*step.next, fmt::format("Successive halving, {}: trying {}; {}.", stage,
                                      config_text(knobs_, *step.next), best_txt));
     return reply;

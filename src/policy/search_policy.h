@@ -5,10 +5,13 @@
 // Each later round keeps the best 1/eta of everything evaluated so far (at least one survivor) and
 // spends eta^r evaluations on each survivor's nearest unexplored neighbours (one knob one step
 // along its list, then further): the budget per surviving configuration doubles while the field
-// halves. With one survivor left, the search stops after two rounds without improvement, when
-// nothing unexplored is left, or when its evaluation budget is spent; then it writes the best
-// configuration back, evaluates it (served from the cache), profiles it once on a GPU task, and
-// calls `finish`.
+// halves. With one survivor left, a bracket ends after two rounds without improvement, or when no
+// survivor has an unexplored neighbour left. Budget left then starts the next bracket: round 0
+// again on a fresh seeded sample of configurations no earlier bracket scheduled (a converged local
+// search would otherwise leave the budget the user granted unspent while most of the grid is
+// untried). The search stops when its evaluation budget is spent or no configuration is left
+// untried; then it writes the best configuration back, evaluates it (served from the cache),
+// profiles it once on a GPU task, and calls `finish`.
 //
 // Resumable by construction: every decision is a pure function of the State it is given. Past
 // evaluations are read from the ledger (each attempt's strategy text is the configuration,
@@ -40,7 +43,8 @@ struct SearchOptions {
 // One step of the plan: the next configuration to evaluate, or done.
 struct SearchStep {
   std::optional<KnobConfig> next;
-  int round = 0;
+  int bracket = 0;        // 0 first; each later one restarts on configurations not yet tried
+  int round = 0;          // within the bracket
   int survivors = 0;     // survivors of the previous round (0 in round 0)
   std::string why_done;  // when next is empty
 };

@@ -288,6 +288,29 @@ TEST(Fold, AForksWallTimeCountsFromItsOwnStart) {
   EXPECT_EQ(s.run_id, "fork-1");
 }
 
+// A fork's budget replaces the limits it names and keeps the original's others.
+TEST(Fold, AForksBudgetReplacesTheLimitsItNames) {
+  State s = Log()
+                .created("max", 100)
+                .add(events::RunForked::kType,
+                     {{"run_id", "fork-1"},
+                      {"from_run_id", "run-1"},
+                      {"at_seq", 1},
+                      {"budget", {{"max_tool_calls", 200}, {"max_gpu_s", 900}}}},
+                     200)
+                .fold();
+  EXPECT_EQ(s.limits.max_tool_calls, 200);
+  EXPECT_DOUBLE_EQ(s.limits.max_gpu_s, 900);
+  EXPECT_DOUBLE_EQ(s.limits.max_wall_s, 3600);  // the original's
+  EXPECT_DOUBLE_EQ(s.limits.max_cost_usd, 2.5);
+  EXPECT_THROW(Log()
+                   .created()
+                   .add(events::RunForked::kType,
+                        {{"run_id", "f"}, {"at_seq", 1}, {"budget", {{"max_tool_calls", "many"}}}})
+                   .fold(),
+               std::exception);
+}
+
 TEST(Fold, WallTimeIsTheSumOfActiveSegments) {
   State s = Log()
                 .created("max", 100)

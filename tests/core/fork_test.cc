@@ -210,5 +210,28 @@ TEST(ForkCli, ForkCommandReportsAndStatusOfTheForkWorks) {
   EXPECT_NE(res.err.find("outside the log"), std::string::npos) << res.err;
 }
 
+// A run that spent its budget carries on in a fork with more; the original is left as it was.
+TEST(ForkCli, AForkCanCarryOnWithMoreBudget) {
+  TempDir d;
+  RunDir r = make_run(d);
+  auto before = testing::run_cli(d, "status --json " + r.root.string());
+  auto res = testing::run_cli(d, "fork " + r.root.string() + " --at 5 --run-dir " + (d / "f") +
+                                     " --max-tool-calls 400 --max-hours 2");
+  EXPECT_EQ(res.code, 0) << res.err;
+  EXPECT_NE(res.out.find("limits replaced"), std::string::npos) << res.out;
+  res = testing::run_cli(d, "status --json " + (d / "f"));
+  ASSERT_EQ(res.code, 0) << res.err;
+  json budget = json::parse(res.out)["budget"]["limits"];
+  EXPECT_EQ(budget["max_tool_calls"], 400) << budget.dump();
+  EXPECT_DOUBLE_EQ(budget["max_wall_s"].get<double>(), 7200) << budget.dump();
+  EXPECT_EQ(testing::run_cli(d, "status --json " + r.root.string()).out, before.out);
+  // A limit out of range is a usage error that leaves no fork behind.
+  res = testing::run_cli(d, "fork " + r.root.string() + " --at 5 --run-dir " + (d / "g") +
+                                " --max-tool-calls -5");
+  EXPECT_EQ(res.code, 2);
+  EXPECT_NE(res.err.find("--max-tool-calls"), std::string::npos) << res.err;
+  EXPECT_FALSE(std::filesystem::exists(d / "g"));
+}
+
 }  // namespace
 }  // namespace marathon

@@ -27,14 +27,16 @@ double objective(const KnobConfig& c) {
 std::vector<int> kDims = {6, 5, 4};
 
 // Drives plan_search to the end against `objective`; returns the order of evaluation.
-std::vector<SearchStep> drive(int budget, std::map<KnobConfig, double>* results) {
+std::vector<SearchStep> drive(int budget, std::map<KnobConfig, double>* results,
+                              const SearchOptions& o = {},
+                              double (*f)(const KnobConfig&) = objective) {
   std::vector<SearchStep> steps;
   for (int i = 0; i < 1000; ++i) {
-    SearchStep s = plan_search(kDims, {1, 1, 0}, *results, budget, {});
+    SearchStep s = plan_search(kDims, {1, 1, 0}, *results, budget, o);
     steps.push_back(s);
     if (!s.next) break;
     EXPECT_FALSE(results->count(*s.next)) << "a configuration was scheduled twice";
-    (*results)[*s.next] = objective(*s.next);
+    (*results)[*s.next] = f(*s.next);
   }
   return steps;
 }
@@ -78,6 +80,48 @@ TEST(PlanSearch, StopsAtTheEvaluationBudget) {
   auto steps = drive(7, &results);
   EXPECT_EQ(results.size(), 7u);
   EXPECT_EQ(steps.back().why_done, "evaluation budget spent");
+}
+
+TEST(PlanSearch, ABracketThatConvergedWithBudgetLeftStartsAnotherOnUntriedConfigurations) {
+  // A plateau: from 4 initial samples the first bracket finds no gain and converges well before
+  // 100 evaluations; the budget the user granted is then spent on fresh samples, never on a
+  // configuration evaluated before.
+  SearchOptions o;
+  o.initial = 4;
+  std::map<KnobConfig, double> results;
+  auto steps = drive(100, &results, o, [](const KnobConfig&) { return 1.0; });
+  EXPECT_LT(std::count_if(steps.begin(), steps.end(),
+                          [](const SearchStep& s) { return s.bracket == 0; }),
+            60);
+  int last_bracket = 0;
+  for (const SearchStep& s : steps) {
+    EXPECT_GE(s.bracket, last_bracket) << "brackets run in order";
+    last_bracket = s.bracket;
+  }
+  EXPECT_GE(last_bracket, 1);
+  EXPECT_EQ(results.size(), 100u);
+  EXPECT_EQ(steps.back().why_done, "evaluation budget spent");
+  // A later bracket's first step is round 0 on a configuration the first bracket never scheduled.
+  auto first_of_1 = std::find_if(steps.begin(), steps.end(),
+                                 [](const SearchStep& s) { return s.bracket == 1; });
+  ASSERT_NE(first_of_1, steps.end());
+  EXPECT_EQ(first_of_1->round, 0);
+}
+
+TEST(PlanSearch, StopsWhenEveryConfigurationWasTried) {
+  // A grid of 6: more budget than configurations ends with the whole grid evaluated once each.
+  const std::vector<int> dims = {3, 2};
+  std::map<KnobConfig, double> results;
+  SearchStep s;
+  for (int i = 0; i < 100; ++i) {
+    s = plan_search(dims, {0, 0}, results, 50, {});
+    if (!s.next) break;
+    ASSERT_FALSE(results.count(*s.next)) << "a configuration was scheduled twice";
+    results[*s.next] = -std::abs((*s.next)[0] - 1.0) - (*s.next)[1];
+  }
+  EXPECT_FALSE(s.next.has_value());
+  EXPECT_EQ(results.size(), 6u);
+  EXPECT_EQ(s.why_done, "no unexplored configuration is left");
 }
 
 TEST(PlanSearch, FailedConfigurationsNeverSurvive) {
