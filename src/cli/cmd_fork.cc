@@ -95,8 +95,10 @@ void register_fork(CLI::App& app) {
       ->required();
   cmd->add_option("--max-tool-calls", o->budget.max_tool_calls,
                   "Tool-call budget of the fork (default: the original's)");
-  cmd->add_option("--max-hours", o->max_hours, "Wall-time budget in hours (default: the original's)");
-  cmd->add_option("--max-cost", o->budget.max_cost_usd, "Cost budget in USD (default: the original's)");
+  cmd->add_option("--max-hours", o->max_hours,
+                  "Wall-time budget in hours (default: the original's)");
+  cmd->add_option("--max-cost", o->budget.max_cost_usd,
+                  "Cost budget in USD (default: the original's)");
   cmd->add_option("--max-tokens", o->budget.max_tokens, "Token budget (default: the original's)");
   cmd->add_option("--max-gpu-seconds", o->budget.max_gpu_s,
                   "GPU-time budget (default: the original's)");

@@ -334,9 +334,10 @@ PolicyReply SearchPolicy::next(const PolicyRequest& request) {
                         : fmt::format("round {} ({} survivor{}, neighbours of each)", step.round,
                                       step.survivors, step.survivors == 1 ? "" : "s");
     if (step.bracket > 0) {
-      stage = fmt::format("bracket {} (the previous converged; a fresh sample of configurations "
-                          "not tried yet), {}",
-                          step.bracket + 1, stage);
+      stage = fmt::format(
+          "bracket {} (the previous converged; a fresh sample of configurations "
+          "not tried yet), {}",
+          step.bracket + 1, stage);
     }
     evaluate(*step.next, fmt::format("Successive halving, {}: trying {}; {}.", stage,
                                      config_text(knobs_, *step.next), best_txt));

@@ -43,8 +43,8 @@ struct SearchOptions {
 // One step of the plan: the next configuration to evaluate, or done.
 struct SearchStep {
   std::optional<KnobConfig> next;
-  int bracket = 0;        // 0 first; each later one restarts on configurations not yet tried
-  int round = 0;          // within the bracket
+  int bracket = 0;       // 0 first; each later one restarts on configurations not yet tried
+  int round = 0;         // within the bracket
   int survivors = 0;     // survivors of the previous round (0 in round 0)
   std::string why_done;  // when next is empty
 };

@@ -226,8 +226,8 @@ TEST(ForkCli, AForkCanCarryOnWithMoreBudget) {
   EXPECT_DOUBLE_EQ(budget["max_wall_s"].get<double>(), 7200) << budget.dump();
   EXPECT_EQ(testing::run_cli(d, "status --json " + r.root.string()).out, before.out);
   // A limit out of range is a usage error that leaves no fork behind.
-  res = testing::run_cli(d, "fork " + r.root.string() + " --at 5 --run-dir " + (d / "g") +
-                                " --max-tool-calls -5");
+  res = testing::run_cli(
+      d, "fork " + r.root.string() + " --at 5 --run-dir " + (d / "g") + " --max-tool-calls -5");
   EXPECT_EQ(res.code, 2);
   EXPECT_NE(res.err.find("--max-tool-calls"), std::string::npos) << res.err;
   EXPECT_FALSE(std::filesystem::exists(d / "g"));

@@ -90,9 +90,9 @@ TEST(PlanSearch, ABracketThatConvergedWithBudgetLeftStartsAnotherOnUntriedConfig
   o.initial = 4;
   std::map<KnobConfig, double> results;
   auto steps = drive(100, &results, o, [](const KnobConfig&) { return 1.0; });
-  EXPECT_LT(std::count_if(steps.begin(), steps.end(),
-                          [](const SearchStep& s) { return s.bracket == 0; }),
-            60);
+  EXPECT_LT(
+      std::count_if(steps.begin(), steps.end(), [](const SearchStep& s) { return s.bracket == 0; }),
+      60);
   int last_bracket = 0;
   for (const SearchStep& s : steps) {
     EXPECT_GE(s.bracket, last_bracket) << "brackets run in order";
@@ -102,8 +102,8 @@ TEST(PlanSearch, ABracketThatConvergedWithBudgetLeftStartsAnotherOnUntriedConfig
   EXPECT_EQ(results.size(), 100u);
   EXPECT_EQ(steps.back().why_done, "evaluation budget spent");
   // A later bracket's first step is round 0 on a configuration the first bracket never scheduled.
-  auto first_of_1 = std::find_if(steps.begin(), steps.end(),
-                                 [](const SearchStep& s) { return s.bracket == 1; });
+  auto first_of_1 =
+      std::find_if(steps.begin(), steps.end(), [](const SearchStep& s) { return s.bracket == 1; });
   ASSERT_NE(first_of_1, steps.end());
   EXPECT_EQ(first_of_1->round, 0);
 }
