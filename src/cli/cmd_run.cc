@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 
+#include "cli/budget_flags.h"
 #include "cli/commands.h"
 #include "cli/installation.h"
 #include "cli/usage.h"
@@ -52,11 +53,7 @@ struct RunArgs {
   std::string model;
   std::string base_url;
   std::string api_key_env;
-  std::optional<int64_t> max_tool_calls;
-  std::optional<double> max_hours;
-  std::optional<double> max_cost;
-  std::optional<int64_t> max_tokens;
-  std::optional<double> max_gpu_s;
+  BudgetFlags budget;
   std::optional<double> target;
   std::optional<int64_t> context_window;
   std::optional<double> model_timeout;
@@ -150,11 +147,11 @@ void check_model_options(const RunArgs& a, const TaskSpec& task, const std::stri
         "give --price-in USD/Mtok --price-out USD/Mtok, or add [prices] \"{}\" = {{ prompt = "
         "USD/Mtok, completion = USD/Mtok }} to task.toml",
         model);
-    if (a.max_cost) {
+    if (a.budget.max_cost) {
       *refusal = fmt::format(
           "--max-cost {:.6g}: {}, so its calls would count as $0 and the cost budget could never "
           "stop this run; {}, or use --max-tokens",
-          *a.max_cost, where, how);
+          *a.budget.max_cost, where, how);
       return;
     }
     warnings->push_back(fmt::format("{}: its calls count as $0; {}", where, how));
@@ -224,21 +221,7 @@ std::string policy_problem(const TaskSpec& task, const NewRunOptions& o) {
 // are usable.
 std::string flag_problem(const RunArgs& a) {
   std::vector<std::pair<const char*, std::optional<std::string>>> checks;
-  if (a.max_tool_calls) {
-    checks.emplace_back("--max-tool-calls",
-                        limit_problem("max_tool_calls", double(*a.max_tool_calls), true));
-  }
-  if (a.max_hours) {
-    checks.emplace_back("--max-hours", range_problem(*a.max_hours, 0, true, kMaxWallS / 3600));
-  }
-  if (a.max_cost)
-    checks.emplace_back("--max-cost", limit_problem("max_cost_usd", *a.max_cost, false));
-  if (a.max_tokens) {
-    checks.emplace_back("--max-tokens", limit_problem("max_tokens", double(*a.max_tokens), true));
-  }
-  if (a.max_gpu_s) {
-    checks.emplace_back("--max-gpu-seconds", limit_problem("max_gpu_s", *a.max_gpu_s, false));
-  }
+  check_budget_flags(a.budget, checks);
   if (a.target) checks.emplace_back("--target", target_problem(*a.target));
   if (a.context_window) {
     checks.emplace_back("--context-window",
@@ -369,11 +352,11 @@ int do_run(const RunArgs& a) {
   o.run_dir = a.run_dir.empty() ? default_run_dir(task.name) : a.run_dir;
   o.base_url = a.base_url;
   o.api_key_env = a.api_key_env;
-  o.max_tool_calls = a.max_tool_calls;
-  o.max_hours = a.max_hours;
-  o.max_cost_usd = a.max_cost;
-  o.max_tokens = a.max_tokens;
-  o.max_gpu_s = a.max_gpu_s;
+  o.max_tool_calls = a.budget.max_tool_calls;
+  o.max_hours = a.budget.max_hours;
+  o.max_cost_usd = a.budget.max_cost;
+  o.max_tokens = a.budget.max_tokens;
+  o.max_gpu_s = a.budget.max_gpu_s;
   o.target = a.target;
   o.context_window = a.context_window;
   o.model_timeout_s = a.model_timeout;
@@ -660,11 +643,7 @@ void register_run(CLI::App& app) {
                   "Base URL of an OpenAI-compatible or Anthropic API");
   run->add_option("--api-key-env", args->api_key_env,
                   "Name of the environment variable holding the API key (the key is never logged)");
-  run->add_option("--max-tool-calls", args->max_tool_calls, "Tool-call budget (default 1000)");
-  run->add_option("--max-hours", args->max_hours, "Wall-time budget in hours (default 24)");
-  run->add_option("--max-cost", args->max_cost, "Cost budget in USD (default: none)");
-  run->add_option("--max-tokens", args->max_tokens, "Token budget (default: none)");
-  run->add_option("--max-gpu-seconds", args->max_gpu_s, "GPU-time budget (default: none)");
+  add_budget_flags(run, args->budget, BudgetDefaults::kRun);
   run->add_option("--target", args->target, "Stop once a correct score reaches this");
   run->add_option("--context-window", args->context_window, "The model's context window in tokens");
   run->add_option(

@@ -8,6 +8,7 @@ add_executable(marathon_core_cli
   ${CMAKE_SOURCE_DIR}/src/cli/cmd_status.cc
   ${CMAKE_SOURCE_DIR}/src/cli/cmd_log.cc
   ${CMAKE_SOURCE_DIR}/src/cli/cmd_fork.cc
+  ${CMAKE_SOURCE_DIR}/src/cli/budget_flags.cc
   ${CMAKE_SOURCE_DIR}/src/cli/usage.cc)
 target_link_libraries(marathon_core_cli PRIVATE marathon_loop CLI11::CLI11)
 
