@@ -428,6 +428,21 @@ void from_json(const json& j, ReplayOf& r) {
   r.run_dir = rd.opt_str("run_dir");
 }
 
+// An optional object field of an event read as T; a bad value inside it fails naming the event
+// and the path ("budget.max_tool_calls").
+namespace {
+template <class T>
+std::optional<T> opt_record(const PayloadReader& r, const char* field) {
+  const json* o = r.opt_obj(field);
+  if (!o) return std::nullopt;
+  try {
+    return o->get<T>();
+  } catch (const PayloadError& e) {
+    r.fail(std::string(field) + "." + e.field(), e.problem());
+  }
+}
+}  // namespace
+
 // -- run.created
 
 void to_json(json& j, const RunCreated& p) {
@@ -442,28 +457,10 @@ void from_json(const json& j, RunCreated& p) {
   p.run_id = r.str(kRunId);
   if (const json* t = r.opt_obj("task")) p.task = *t;
   p.task_dir = r.maybe_str("task_dir");
-  if (const json* g = r.opt_obj("goal")) {
-    try {
-      p.goal = g->get<GoalSpec>();
-    } catch (const PayloadError& e) {
-      r.fail("goal." + e.field(), e.problem());
-    }
-  }
-  if (const json* b = r.opt_obj("budget")) {
-    try {
-      p.budget = b->get<BudgetSpec>();
-    } catch (const PayloadError& e) {
-      r.fail("budget." + e.field(), e.problem());
-    }
-  }
+  p.goal = opt_record<GoalSpec>(r, "goal");
+  p.budget = opt_record<BudgetSpec>(r, "budget");
   if (const json* c = r.opt_obj("config")) p.config = *c;
-  if (const json* ro = r.opt_obj("replay_of")) {
-    try {
-      p.replay_of = ro->get<ReplayOf>();
-    } catch (const PayloadError& e) {
-      r.fail("replay_of." + e.field(), e.problem());
-    }
-  }
+  p.replay_of = opt_record<ReplayOf>(r, "replay_of");
 }
 
 // -- model.request
@@ -995,13 +992,7 @@ void from_json(const json& j, RunForked& p) {
   p.from_run_id = r.opt_str("from_run_id");
   p.from_dir = r.opt_str("from_dir");
   p.at_seq = r.integer("at_seq", 0);
-  if (const json* b = r.opt_obj("budget")) {
-    try {
-      p.budget = b->get<BudgetSpec>();
-    } catch (const PayloadError& e) {
-      r.fail("budget." + e.field(), e.problem());
-    }
-  }
+  p.budget = opt_record<BudgetSpec>(r, "budget");
 }
 
 // -- the table
