@@ -4,12 +4,15 @@
         [--kills 5] [--eval-kills 2] [--deadline-s 480] [--seed 1] [--json OUT.json]
         [--resume] [--end stop|kill]
 
-`marathon run TASK --policy search` is started; the runner (that one process, as a crash or the
-OOM killer would) is sent SIGKILL `--kills` times, `--eval-kills` of them while an evaluator
-process is running (the first one to start after a random wait of up to `--spread-s`, once it has
-run for 0.5 to 3 s), the others at a random moment up to `--spread-s` into the segment; after
-each kill the script checks that no evaluator and no GPU compute process is left behind, then runs
-`marathon resume`. The last segment runs to the end (or to the deadline, where `marathon stop`
+`marathon run TASK --policy search` is started (`--policy scripted`: the LLM policy against
+bench/scripted_model.py's scripted model on 127.0.0.1:`--model-port`, which reads, writes,
+evaluates and profiles kernels; started by this script on each machine before the first
+segment); the runner (that one process, as a crash or the OOM killer would) is sent SIGKILL
+`--kills` times, `--eval-kills` of them while an evaluator process is running (the first one to
+start after a random wait of up to `--spread-s`, once it has run for 0.5 to 3 s), the others at a
+random moment up to `--spread-s` into the segment; after each kill the script checks that no
+evaluator and no GPU compute process is left behind, then runs `marathon resume` (or `marathon
+run` again when the kill came before the run's log existed). The last segment runs to the end (or to the deadline, where `marathon stop`
 asks for a clean stop).
 
 A run moved between machines: `--end kill` ends the last segment at the deadline with SIGKILL and
@@ -146,6 +149,8 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--spread-s", type=float, default=30, help="a kill comes up to this long into a segment")
     p.add_argument("--json")
+    p.add_argument("--policy", choices=("search", "scripted"), default="search")
+    p.add_argument("--model-port", type=int, default=18431, help="the scripted model's port (the log records it)")
     p.add_argument("--resume", action="store_true", help="carry on the run in --run-dir (moved here)")
     p.add_argument(
         "--end", choices=("stop", "kill"), default="stop", help="at the deadline: `marathon stop`, or SIGKILL"
@@ -159,6 +164,12 @@ def main() -> int:
     while plan.count("eval") < min(args.eval_kills, args.kills):
         plan[plan.index("any")] = "eval"
 
+    model = None
+    if args.policy == "scripted":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from scripted_model import ScriptedModel
+
+        model = ScriptedModel(args.run_dir, port=args.model_port).__enter__()
     watcher = Watcher()
     watcher.start()
     t_start = time.monotonic()
@@ -167,8 +178,13 @@ def main() -> int:
     first = True
     status = "running"
     while True:
-        if first and not args.resume:
-            cmd = [args.marathon, "run", args.task, "--policy", "search", "--run-dir", args.run_dir]
+        # a kill before the run's log existed leaves nothing to resume: the user runs it again
+        fresh = not args.resume and not (Path(args.run_dir) / "events.db").exists()
+        if fresh:
+            shutil.rmtree(args.run_dir, ignore_errors=True)
+            cmd = [args.marathon, "run", args.task, "--run-dir", args.run_dir]
+            cmd += ["--policy", "search"] if model is None else ["--policy", "llm", "--model", "vllm:scripted"]
+            cmd += ["--base-url", model.base_url] if model else []
             cmd += ["--max-tool-calls", str(args.max_tool_calls), "--quiet"]
         else:
             cmd = [args.marathon, "resume", args.run_dir, "--quiet"]
@@ -237,6 +253,8 @@ def main() -> int:
             break
     watcher.stop = True
     watcher.join()
+    if model:
+        model.__exit__(None, None, None)
 
     evs = events(args.marathon, args.run_dir)
     t_first = evs[0]["recorded_at"] / 1e6
@@ -285,6 +303,8 @@ def main() -> int:
         "task": args.task,
         "machine": {"host": socket.gethostname(), "gpu": gpu, "run_dir": str(Path(args.run_dir).resolve())},
         "started_with": "resume (moved here)" if args.resume else "run",
+        "policy": args.policy,
+        "model_requests_here": model.requests if model else 0,
         "status": "finished" if state.get("done") else status,
         "finish_reason": state.get("finish_reason"),
         "tool_calls": state["budget"]["used"]["tool_calls"],
