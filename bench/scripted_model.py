@@ -76,35 +76,18 @@ def build_script(seed: int = 7) -> list[tuple[str, dict]]:
         ("read_file", {"path": "kernel.py"}),
         ("note", {"kind": "strategy", "text": "tune the starter's tiles first, then write a split-KV kernel"}),
     ]
-    for i, cfg in enumerate(configs[:6]):
+    for i, cfg in enumerate(configs[:4]):
         label = " ".join(f"{k}={v}" for k, v in cfg.items())
-        if i < 4:
-            steps += [
-                ("grep", {"pattern": "marathon:knob", "path": "kernel.py"}),
-                ("read_file", {"path": "kernel.py", "start_line": 1, "end_line": 30}),
-                ("read_file", {"path": "kernel.py", "start_line": 30, "end_line": 92}),
-                ("write_file", {"path": "kernel.py", "content": with_knobs(starter, cfg)}),
-                ("evaluate", {"strategy": f"starter with {label}"}),
-                ("note", {"kind": "finding", "text": f"evaluated the starter with {label}"}),
-                ("list_files", {}),
-            ]
-            if i == 3:
-                steps.append(("profile", {}))
-            continue
-        # later cycles read more of the code before each write, as the profile asked
         steps += [
             ("grep", {"pattern": "marathon:knob", "path": "kernel.py"}),
             ("read_file", {"path": "kernel.py", "start_line": 1, "end_line": 30}),
-            ("read_file", {"path": "kernel.py", "start_line": 30, "end_line": 60}),
-            ("read_file", {"path": "kernel.py", "start_line": 60, "end_line": 92}),
-            ("grep", {"pattern": r"tl\.(load|store|dot)", "path": "kernel.py"}),
-            ("note", {"kind": "strategy", "text": f"next: the starter with {label}"}),
+            ("read_file", {"path": "kernel.py", "start_line": 30, "end_line": 92}),
             ("write_file", {"path": "kernel.py", "content": with_knobs(starter, cfg)}),
             ("evaluate", {"strategy": f"starter with {label}"}),
             ("note", {"kind": "finding", "text": f"evaluated the starter with {label}"}),
             ("list_files", {}),
-            ("grep", {"pattern": "num_warps|num_stages", "path": "kernel.py"}),
         ]
+    steps.append(("profile", {}))
     ours = {p.name: p.read_text() for p in sorted((REPO / "kernels" / "mla").glob("*.py")) if p.name != "reference.py"}
     steps.append(("note", {"kind": "strategy", "text": "the starter is one pass with few programs: write split-KV"}))
     steps += [("write_file", {"path": name, "content": text}) for name, text in ours.items()]
