@@ -1,8 +1,7 @@
 #include "tools/tool_grep.h"
 
 #include <fnmatch.h>
-
-#include <regex>
+#include <re2/re2.h>
 
 #include "tools/file_io.h"
 #include "tools/tool_error.h"
@@ -12,14 +11,18 @@ namespace {
 
 constexpr int kDefaultMatches = 100;
 constexpr int kMaxMatches = 1000;
-constexpr size_t kMaxLineMatched = 4096;  // std::regex recurses per character: bound the input
 constexpr size_t kMaxLineShown = 300;
+// RE2 matches in time linear in the line and memory bounded by the compiled program, whatever
+// the pattern (no backtracking, no recursion): a model's pattern cannot stall the runner. Its
+// compiled form is held under this budget; a larger pattern is refused as invalid.
+constexpr int64_t kMaxPatternMemory = 8 << 20;
 
 class GrepTool : public Tool {
  public:
   std::string name() const override { return "grep"; }
   std::string description() const override {
-    return "Search workspace files for lines matching a regular expression (ECMAScript syntax). "
+    return "Search workspace files for lines matching a regular expression (RE2 syntax, as "
+           "Python's re without backreferences or lookaround). "
            "Prints path:line: text, at most max_matches lines (default " +
            std::to_string(kDefaultMatches) + ").";
   }
@@ -42,13 +45,13 @@ class GrepTool : public Tool {
     std::string path = args.value("path", ".");
     std::string glob = args.value("glob", "");
     int max_matches = args.value("max_matches", kDefaultMatches);
-    auto flags = std::regex::ECMAScript | std::regex::optimize;
-    if (args.value("ignore_case", false)) flags |= std::regex::icase;
-    std::regex re;
-    try {
-      re = std::regex(pattern, flags);
-    } catch (const std::regex_error& e) {
-      return tool_error("grep: invalid regular expression '" + pattern + "': " + e.what());
+    RE2::Options options;
+    options.set_case_sensitive(!args.value("ignore_case", false));
+    options.set_log_errors(false);
+    options.set_max_mem(kMaxPatternMemory);
+    RE2 re(pattern, options);
+    if (!re.ok()) {
+      return tool_error("grep: invalid regular expression '" + pattern + "': " + re.error());
     }
     std::string error;
     std::optional<ConfinedDir> ws = open_workspace(ctx, &error);
@@ -84,8 +87,7 @@ class GrepTool : public Tool {
         size_t e = bytes->find('\n', b);
         if (e == std::string::npos) e = bytes->size();
         ++line_no;
-        size_t n = std::min(e - b, kMaxLineMatched);
-        if (std::regex_search(bytes->begin() + b, bytes->begin() + b + n, re)) {
+        if (RE2::PartialMatch(std::string_view(*bytes).substr(b, e - b), re)) {
           if (matches == max_matches) {
             more = true;
             break;

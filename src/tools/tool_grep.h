@@ -1,4 +1,4 @@
-// `grep`: lines matching a regular expression (ECMAScript) in workspace files, capped.
+// `grep`: lines matching a regular expression (RE2: linear time) in workspace files, capped.
 #pragma once
 
 #include <memory>

@@ -111,6 +111,24 @@ TEST_F(FileTools, GrepFindsRegexMatchesWithPathAndLine) {
   EXPECT_NE(capped.output.find("[stopped at 1 matches"), std::string::npos) << capped.output;
 }
 
+// A model's pattern must not stall the runner: with a backtracking matcher `(a+)+b` over a line
+// of a's takes time exponential in the line (and recursion deep enough to overflow the stack).
+// RE2 answers in linear time, and a line is matched whole, however long.
+TEST_F(FileTools, GrepAnswersAHostilePatternAndMatchesPastLongPrefixes) {
+  w.write("long.txt", std::string(200000, 'a') + "\n" + std::string(5000, 'x') + "NEEDLE\n");
+  ToolResult hostile = call("grep", {{"pattern", "(a+)+b"}});
+  ASSERT_TRUE(hostile.ok) << hostile.output;
+  EXPECT_EQ(hostile.output, "no matches for /(a+)+b/ in .\n");
+  ToolResult far = call("grep", {{"pattern", "x{1000}NEEDLE$"}});
+  ASSERT_TRUE(far.ok) << far.output;
+  EXPECT_EQ(far.output.rfind("long.txt:2: xxx", 0), 0u) << far.output.substr(0, 80);
+  EXPECT_NE(far.output.find("..."), std::string::npos);  // the line shown is cut, not the match
+  // A pattern whose compiled form is over the memory budget is refused, not built.
+  ToolResult huge = call("grep", {{"pattern", "(((a{100}){100}){100})"}});
+  EXPECT_FALSE(huge.ok);
+  EXPECT_NE(huge.output.find("invalid regular expression"), std::string::npos) << huge.output;
+}
+
 TEST_F(FileTools, GrepWithAnInvalidRegexSaysSo) {
   ToolResult r = call("grep", {{"pattern", "([a-"}});
   EXPECT_FALSE(r.ok);
