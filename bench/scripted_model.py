@@ -76,7 +76,7 @@ def build_script(seed: int = 7) -> list[tuple[str, dict]]:
         ("read_file", {"path": "kernel.py"}),
         ("note", {"kind": "strategy", "text": "tune the starter's tiles first, then write a split-KV kernel"}),
     ]
-    for i, cfg in enumerate(configs[:4]):
+    for cfg in configs[:4]:
         label = " ".join(f"{k}={v}" for k, v in cfg.items())
         steps += [
             ("grep", {"pattern": "marathon:knob", "path": "kernel.py"}),
