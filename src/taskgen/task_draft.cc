@@ -451,7 +451,9 @@ std::string number(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) {
     return fmt::format("{}", static_cast<long long>(v));
   }
-  return fmt::format("{:.17g}", v);
+  // The shortest form that reads back as the same double (0.6137, not 0.61370000000000002);
+  // fmt writes nan and inf as TOML spells them.
+  return fmt::format("{}", v);
 }
 
 }  // namespace

@@ -164,6 +164,27 @@ TEST(RenderTaskToml, ParsesBackToTheDraftedTask) {
   EXPECT_EQ(t.rules["baseline"], 0.125);
 }
 
+// A measured baseline is written as the shortest number that reads back as the same double.
+TEST(RenderTaskToml, ABaselineIsWrittenInItsShortestExactForm) {
+  TaskDraft d;
+  d.name = "b";
+  d.description = "a measured baseline";
+  d.metric_name = "s";
+  d.metric = "python3 m.py";
+  d.starter = {"m.py"};
+  d.editable = {"m.py"};
+  d.timeout_s = 60;
+  for (double v : {0.6137, 1.0 / 3.0, 2.5e-7, 123456.75, 1e20}) {
+    d.baseline = v;
+    std::string text = render_task_toml(d);
+    EXPECT_EQ(text.find("0000000"), std::string::npos) << text;
+    TaskSpec t = parse_task(text, "task.toml", "");
+    EXPECT_EQ(t.rules["baseline"].get<double>(), v) << text;
+  }
+  d.baseline = 0.6137;
+  EXPECT_NE(render_task_toml(d).find("baseline = 0.6137  #"), std::string::npos);
+}
+
 TEST(RenderTaskToml, AnOutsideTimedMetricWithItsCanaryAndGuard) {
   TaskDraft d;
   d.name = "timed";
